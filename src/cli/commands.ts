@@ -1,0 +1,120 @@
+import { randomUUID } from "node:crypto";
+import type { Config } from "../config.js";
+import { checksumAddress } from "../domain/address.js";
+import { POINT_TYPES, type PointType } from "../domain/batch.js";
+import { requireAddress, requirePoints } from "../domain/validate.js";
+import { Finalizer } from "../finalizer/finalizer.js";
+import { startServer } from "../server.js";
+import { openStore } from "../store/open.js";
+import type { LedgerStore } from "../store/store.js";
+import { systemClock } from "../clock.js";
+import { runDemo } from "./demo.js";
+
+type Options = { id?: string | undefined };
+export type Command = (args: string[], options: Options, config: () => Config) => Promise<number>;
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+async function withStore<T>(config: Config, use: (store: LedgerStore) => Promise<T>): Promise<T> {
+  const store = await openStore(config);
+  try {
+    await store.migrate();
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function argument(args: string[], index: number, name: string): string {
+  const value = args[index];
+  if (value === undefined) throw new UsageError(`missing <${name}>`);
+  return value;
+}
+
+/** Resolves when SIGTERM or SIGINT arrives. */
+function shutdownSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => resolve(signal));
+  });
+}
+
+const serve: Command = async (_args, _options, config) => {
+  const settings = config();
+  const server = await startServer(settings);
+  server.app.log.info({ url: server.url, database: settings.databaseUrl.replace(/\/\/[^@]*@/, "//***@") }, "points-ledger listening");
+  const signal = await shutdownSignal();
+  server.app.log.info({ signal }, "shutting down");
+  const timer = setTimeout(() => {
+    server.app.log.error("graceful shutdown timed out; exiting");
+    process.exit(1);
+  }, settings.shutdownTimeoutMs);
+  timer.unref();
+  await server.stop();
+  return 0;
+};
+
+const finalizer: Command = async (_args, _options, config) => {
+  const settings = config();
+  return withStore(settings, async (store) => {
+    const { default: pino } = await import("pino");
+    const log = pino({ level: settings.logLevel });
+    const worker = new Finalizer(
+      store,
+      systemClock,
+      { intervalMs: settings.finalizerIntervalMs, batchesPerPass: settings.finalizerBatchesPerPass },
+      null,
+      log,
+    );
+    worker.start();
+    log.info("finalizer running");
+    await shutdownSignal();
+    await worker.stop();
+    return 0;
+  });
+};
+
+const migrate: Command = async (_args, _options, config) =>
+  withStore(config(), async (store) => {
+    console.log(`schema of the ${store.kind} database is up to date`);
+    return 0;
+  });
+
+const operator: Command = async (args, _options, config) => {
+  if (args[0] !== "set") throw new UsageError("usage: operator set <contract> <operator>");
+  const contract = requireAddress(argument(args, 1, "contract"), "contract");
+  const operatorAddress = requireAddress(argument(args, 2, "operator"), "operator");
+  return withStore(config(), async (store) => {
+    await store.setOperator(contract, operatorAddress, Date.now());
+    console.log(`operator of ${checksumAddress(contract)} is ${checksumAddress(operatorAddress)}`);
+    return 0;
+  });
+};
+
+const credit: Command = async (args, options, config) => {
+  const address = requireAddress(argument(args, 0, "address"), "address");
+  const pointType = argument(args, 1, "pointType") as PointType;
+  if (!POINT_TYPES.includes(pointType)) throw new UsageError(`pointType must be one of ${POINT_TYPES.join(", ")}`);
+  const amount = requirePoints(argument(args, 2, "points"), "points");
+  const creditId = options.id ?? randomUUID();
+  return withStore(config(), async (store) => {
+    const result = await store.credit({ address, creditId, pointType, amount, createdAtMs: Date.now() });
+    if (result.kind === "credited") console.log(`credited ${args[2]} ${pointType} to ${checksumAddress(address)} (creditId ${creditId})`);
+    else if (result.kind === "exists") console.log(`credit ${creditId} already exists (matches: ${result.matchesRequest})`);
+    else console.log("refused: earnedCumulative would pass 10^18 points");
+    return result.kind === "credited" || (result.kind === "exists" && result.matchesRequest) ? 0 : 1;
+  });
+};
+
+const verify: Command = async (_args, _options, config) =>
+  withStore(config(), async (store) => {
+    const violations = await store.verify();
+    for (const violation of violations) console.log(`invariant ${violation.invariant}: ${violation.message}`);
+    console.log(violations.length === 0 ? "ledger verified: all invariants hold" : `${violations.length} violation(s)`);
+    return violations.length === 0 ? 0 : 1;
+  });
+
+const demo: Command = async () => runDemo();
+
+export const commands: Record<string, Command> = { serve, finalizer, migrate, operator, credit, verify, demo };

@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "../config.js";
+import { ApiError } from "../domain/errors.js";
+import { commands } from "./commands.js";
+
+const USAGE = `points-ledger <command>
+
+  serve                                   start the HTTP server and the finalizer (npm start)
+  finalizer                               run only the finalizer
+  migrate                                 bring the database schema up to date
+  operator set <contract> <operator>      register or change a contract's operator
+  credit <address> <pointType> <points> [--id <creditId>]
+                                          add points to an address's earnedCumulative
+  verify                                  check every ledger invariant; exit 1 on a violation
+  demo                                    the whole flow on a temporary database
+
+Configuration comes from the environment (see README: DATABASE_URL, PORT, ADMIN_TOKEN, …).`;
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { id: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  const [name, ...rest] = positionals;
+  const command = name === undefined ? undefined : commands[name];
+  if (values.help || !command) {
+    console.log(USAGE);
+    return values.help ? 0 : 2;
+  }
+  return command(rest, values, () => loadConfig(process.env));
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof ConfigError || (error instanceof Error && error.name === "UsageError")) {
+      console.error(`points-ledger: ${error.message}`);
+      process.exitCode = 2;
+    } else if (error instanceof ApiError) {
+      console.error(`points-ledger: ${error.message}: ${JSON.stringify(error.details)}`);
+      process.exitCode = 2;
+    } else {
+      console.error("points-ledger:", error);
+      process.exitCode = 1;
+    }
+  },
+);

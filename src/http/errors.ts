@@ -1,0 +1,56 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ApiError, notFound, unavailable, validationFailed } from "../domain/errors.js";
+import { StoreUnavailableError } from "../store/errors.js";
+import { fieldErrorsOf } from "./validation.js";
+
+/**
+ * Everything that goes wrong ends here and leaves as `{success: false, error: {...}}`:
+ * our ApiErrors, Fastify's own errors (bad JSON, body too large, bad URL encoding, schema
+ * validation) and anything unexpected, which becomes a 500 without internals.
+ */
+export function toApiError(error: FastifyError | Error): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof StoreUnavailableError) return unavailable(error.message, error.retryAfterSeconds);
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) return validationFailed(fieldErrorsOf(fastifyError.validation as never));
+  switch (fastifyError.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError("PAYLOAD_TOO_LARGE", "request body exceeds the size limit");
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return fastifyError.statusCode === 415
+        ? new ApiError("UNSUPPORTED_MEDIA_TYPE", "the body must be application/json")
+        : validationFailed([{ path: "(body)", message: fastifyError.message }]);
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return validationFailed([{ path: "(body)", message: "the JSON body is empty" }]);
+    case "FST_ERR_BAD_URL":
+    case "FST_ERR_ASYNC_CONSTRAINT":
+      return notFound("no such route");
+  }
+  const status = fastifyError.statusCode ?? 500;
+  if (status === 413) return new ApiError("PAYLOAD_TOO_LARGE", "request body exceeds the size limit");
+  if (status === 415) return new ApiError("UNSUPPORTED_MEDIA_TYPE", "the body must be application/json");
+  if (status === 404) return notFound("no such route");
+  if (status >= 400 && status < 500) {
+    // JSON syntax errors, prototype poisoning, malformed headers: all the client's input.
+    return validationFailed([{ path: "(body)", message: fastifyError.message }], "malformed request");
+  }
+  return new ApiError("INTERNAL", "internal error");
+}
+
+export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  if (error.code === "UNAUTHORIZED") reply.header("www-authenticate", 'Bearer realm="points-ledger"');
+  if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
+  const body: { code: string; message: string; details?: unknown } = { code: error.code, message: error.message };
+  if (error.details !== undefined) body.details = error.details;
+  return reply.code(error.status).send({ success: false, error: body });
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
+    return sendError(reply, apiError);
+  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, notFound(`no route ${request.method} ${request.url.split("?")[0]}`)));
+}

@@ -1,0 +1,17 @@
+import type { Config } from "../config.js";
+import { createSqliteStore } from "./sqlite/index.js";
+import type { LedgerStore } from "./store.js";
+
+/** Picks the adapter from DATABASE_URL: `sqlite:<path>` or `postgres://…`. */
+export async function openStore(config: Pick<Config, "databaseUrl" | "sqliteSynchronous" | "pgPoolSize" | "pgStatementTimeoutMs">): Promise<LedgerStore> {
+  const url = config.databaseUrl;
+  if (url.startsWith("sqlite:")) {
+    return createSqliteStore({ path: url.slice("sqlite:".length), synchronous: config.sqliteSynchronous });
+  }
+  const { createPostgresStore } = await import("./postgres/index.js");
+  return createPostgresStore({
+    connectionString: url,
+    poolSize: config.pgPoolSize,
+    statementTimeoutMs: config.pgStatementTimeoutMs,
+  });
+}

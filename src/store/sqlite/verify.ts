@@ -1,0 +1,108 @@
+import { availableOf, type Violation } from "../store.js";
+import { fromPair, statement, type SqliteDb } from "./db.js";
+import { formatPoints } from "../../domain/points.js";
+
+type Sums = Map<string, bigint>;
+
+function add(sums: Sums, key: string, amount: bigint): void {
+  sums.set(key, (sums.get(key) ?? 0n) + amount);
+}
+
+/** Streams rows of (key, whole, fraction) into exact bigint sums per key. */
+function sumBy(db: SqliteDb, sql: string): Sums {
+  const sums: Sums = new Map();
+  for (const [key, whole, fraction] of statement(db, sql).raw(true).iterate() as Iterable<[string, bigint, bigint]>) {
+    add(sums, key, fromPair(whole, fraction));
+  }
+  return sums;
+}
+
+function compare(violations: Violation[], label: string, key: string, stored: bigint, expected: bigint | undefined): void {
+  const want = expected ?? 0n;
+  if (stored !== want) {
+    violations.push({
+      invariant: 2,
+      message: `${key}: ${label} is ${formatPoints(stored)} but its records sum to ${formatPoints(want)}`,
+    });
+  }
+}
+
+/** Checks invariants 1-4 of DESIGN.md over the whole database; read in one snapshot. */
+export function verifyLedger(db: SqliteDb): Violation[] {
+  const violations: Violation[] = [];
+  const pending = sumBy(
+    db,
+    "SELECT contract || ' ' || point_type, total_w, total_f FROM batches WHERE status IN ('PENDING', 'FINALIZING')",
+  );
+  const finalized = sumBy(db, "SELECT contract || ' ' || point_type, total_w, total_f FROM batches WHERE status = 'FINALIZED'");
+  const earned = new Map<string, bigint>();
+  for (const [key, units] of statement(db, "SELECT address || ' ' || point_type, amount_units FROM credits")
+    .raw(true)
+    .iterate() as Iterable<[string, string]>) {
+    add(earned, key, BigInt(units));
+  }
+  const received = sumBy(
+    db,
+    `SELECT t.to_address || ' ' || b.point_type, t.amount_w, t.amount_f
+     FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'`,
+  );
+  const totals = { received: new Map<string, bigint>(), sent: new Map<string, bigint>() };
+  const seen = new Set<string>();
+  for (const row of statement(db, "SELECT * FROM accounts").iterate() as Iterable<Record<string, bigint | string>>) {
+    const key = `${row.address} ${row.point_type}`;
+    seen.add(key);
+    const balance = {
+      earnedCumulative: fromPair(row.earned_w, row.earned_f),
+      receivedCumulative: fromPair(row.received_w, row.received_f),
+      finalizedSentCumulative: fromPair(row.finalized_sent_w, row.finalized_sent_f),
+      pendingSent: fromPair(row.pending_w, row.pending_f),
+    };
+    if (availableOf(balance) < 0n) violations.push({ invariant: 1, message: `${key}: available < 0` });
+    compare(violations, "pendingSent", key, balance.pendingSent, pending.get(key));
+    compare(violations, "finalizedSentCumulative", key, balance.finalizedSentCumulative, finalized.get(key));
+    compare(violations, "earnedCumulative", key, balance.earnedCumulative, earned.get(key));
+    compare(violations, "receivedCumulative", key, balance.receivedCumulative, received.get(key));
+    add(totals.received, String(row.point_type), balance.receivedCumulative);
+    add(totals.sent, String(row.point_type), balance.finalizedSentCumulative);
+  }
+  for (const sums of [pending, finalized, earned, received]) {
+    for (const [key, amount] of sums) {
+      if (!seen.has(key) && amount !== 0n) violations.push({ invariant: 2, message: `${key}: records exist but no account` });
+    }
+  }
+  for (const [pointType, received] of totals.received) {
+    const sent = totals.sent.get(pointType) ?? 0n;
+    if (received !== sent) {
+      violations.push({
+        invariant: 3,
+        message: `${pointType}: sum(received) ${formatPoints(received)} ≠ sum(finalizedSent) ${formatPoints(sent)}`,
+      });
+    }
+  }
+  verifyBatchTotals(db, violations);
+  return violations;
+}
+
+function verifyBatchTotals(db: SqliteDb, violations: Violation[]): void {
+  const sums = new Map<string, { total: bigint; count: number }>();
+  for (const [seq, whole, fraction] of statement(db, "SELECT seq, amount_w, amount_f FROM transfers")
+    .raw(true)
+    .iterate() as Iterable<[bigint, bigint, bigint]>) {
+    const key = seq.toString();
+    const entry = sums.get(key) ?? { total: 0n, count: 0 };
+    entry.total += fromPair(whole, fraction);
+    entry.count += 1;
+    sums.set(key, entry);
+  }
+  for (const [seq, batchId, whole, fraction, count] of statement(
+    db,
+    "SELECT seq, batch_id, total_w, total_f, transfer_count FROM batches",
+  )
+    .raw(true)
+    .iterate() as Iterable<[bigint, string, bigint, bigint, bigint]>) {
+    const entry = sums.get(seq.toString()) ?? { total: 0n, count: 0 };
+    if (entry.total !== fromPair(whole, fraction) || entry.count !== Number(count)) {
+      violations.push({ invariant: 4, message: `batch ${batchId}: transfers do not sum to its points or count` });
+    }
+  }
+}
