@@ -10,3 +10,8 @@ export interface AppContext {
   clock: Clock;
   metrics: Metrics;
 }
+
+/** Per-token request budget of the contract routes (RATE_LIMIT_PER_MINUTE); keyed by the Authorization header. */
+export function contractRateLimit(ctx: AppContext) {
+  return { rateLimit: { max: ctx.config.rateLimitPerMinute, timeWindow: 60_000 } };
+}

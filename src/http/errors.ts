@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, notFound, unavailable, validationFailed } from "../domain/errors.js";
-import { StoreUnavailableError } from "../store/errors.js";
+import { StoreUnavailableError, isStoreUnavailable } from "../store/errors.js";
 import { fieldErrorsOf } from "./validation.js";
 
 /**
@@ -11,6 +11,7 @@ import { fieldErrorsOf } from "./validation.js";
 export function toApiError(error: FastifyError | Error): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof StoreUnavailableError) return unavailable(error.message, error.retryAfterSeconds);
+  if (isStoreUnavailable(error)) return unavailable("the database is busy");
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) return validationFailed(fieldErrorsOf(fastifyError.validation as never));
   switch (fastifyError.code) {

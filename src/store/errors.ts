@@ -7,3 +7,12 @@ export class StoreUnavailableError extends Error {
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+
+/** SQLite answers BUSY/LOCKED when another process holds the write lock past busy_timeout. */
+const SQLITE_TRANSIENT_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_LOCKED"]);
+
+export function isStoreUnavailable(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && SQLITE_TRANSIENT_CODES.has(code);
+}

@@ -5,7 +5,7 @@ import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
 import type { AddressKey } from "../../domain/address.js";
 import { formatPoints } from "../../domain/points.js";
 import { toNewBatch, type BatchBody } from "../../domain/validate.js";
-import type { AppContext } from "../context.js";
+import { contractRateLimit, type AppContext } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { batchJson, batchWithTransfersJson } from "../present.js";
 import {
@@ -47,19 +47,19 @@ export function batchRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.put<{ Params: Static<typeof BatchParams>; Body: BatchBody }>(
     "/batches/:batchId",
-    { schema: { tags, security, params: BatchParams, body, response: responses(Responses.submitted, 400, 401, 403, 409, 413, 415, 422) } },
+    { config: contractRateLimit(ctx), schema: { tags, security, params: BatchParams, body, response: responses(Responses.submitted, 400, 401, 403, 409, 413, 415, 422) } },
     async (request) => submit(request.grant!.contract, request.params.batchId, request.body),
   );
 
   app.post<{ Params: Static<typeof ContractParams>; Body: BatchBody }>(
     "/batches",
-    { schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) } },
+    { config: contractRateLimit(ctx), schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) } },
     async (request) => submit(request.grant!.contract, randomUUID(), request.body),
   );
 
   app.get<{ Params: Static<typeof ContractParams>; Querystring: Static<typeof ListQuery> }>(
     "/batches",
-    { schema: { tags, security, params: ContractParams, querystring: ListQuery, response: responses(Responses.batchList, 400, 401, 403) } },
+    { config: contractRateLimit(ctx), schema: { tags, security, params: ContractParams, querystring: ListQuery, response: responses(Responses.batchList, 400, 401, 403) } },
     async (request) => {
       const query = request.query;
       const page = await ctx.store.listBatches(request.grant!.contract, {
@@ -77,7 +77,7 @@ export function batchRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.get<{ Params: Static<typeof BatchParams> }>(
     "/batches/:batchId",
-    { schema: { tags, security, params: BatchParams, response: responses(Responses.batchWithTransfers, 400, 401, 403, 404) } },
+    { config: contractRateLimit(ctx), schema: { tags, security, params: BatchParams, response: responses(Responses.batchWithTransfers, 400, 401, 403, 404) } },
     async (request) => {
       const batch = await ctx.store.getBatch(request.grant!.contract, request.params.batchId);
       if (!batch) throw notFound(`no batch ${request.params.batchId} for this contract`);
@@ -87,7 +87,7 @@ export function batchRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.delete<{ Params: Static<typeof BatchParams> }>(
     "/batches/:batchId",
-    { schema: { tags, security, params: BatchParams, response: responses(Responses.batch, 400, 401, 403, 404, 409) } },
+    { config: contractRateLimit(ctx), schema: { tags, security, params: BatchParams, response: responses(Responses.batch, 400, 401, 403, 404, 409) } },
     async (request) => {
       const { batchId } = request.params;
       const result = await ctx.store.cancelBatch(request.grant!.contract, batchId, ctx.clock.now());

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Static } from "@sinclair/typebox";
-import type { AppContext } from "../context.js";
+import { contractRateLimit, type AppContext } from "../context.js";
 import { balancesJson } from "../present.js";
 import { ContractParams, Responses, responses } from "../schemas.js";
 
@@ -8,6 +8,7 @@ export function balanceRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get<{ Params: Static<typeof ContractParams> }>(
     "/point-balances",
     {
+      config: contractRateLimit(ctx),
       schema: {
         tags: ["balances"],
         security: [{ bearer: [] }],
