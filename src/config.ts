@@ -21,6 +21,8 @@ export interface Config {
   finalizerBatchesPerPass: number;
   bodyLimitBytes: number;
   rateLimitPerMinute: number;
+  /** Requests served at once before new ones get 503 (bounded queue under overload). */
+  maxInFlightRequests: number;
   authRateLimitPerMinute: number;
   logLevel: string;
   sqliteSynchronous: "FULL" | "NORMAL";
@@ -108,6 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
     // A full batch of 2000 transfers with checksummed addresses and 12-decimal points is ≈ 175 KB.
     bodyLimitBytes: readInt(env, "BODY_LIMIT_BYTES", Math.max(1_048_576, maxTransfersPerBatch * 512), 1024, 64 * 1_048_576),
     rateLimitPerMinute: readInt(env, "RATE_LIMIT_PER_MINUTE", 60_000, 1, 100_000_000),
+    maxInFlightRequests: readInt(env, "MAX_IN_FLIGHT_REQUESTS", 512, 1, 100_000),
     authRateLimitPerMinute: readInt(env, "AUTH_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     logLevel: readChoice(env, "LOG_LEVEL", "info", LOG_LEVELS),
     sqliteSynchronous: readChoice(env, "SQLITE_SYNCHRONOUS", "FULL", ["FULL", "NORMAL"] as const),

@@ -60,10 +60,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installBodyParsers(app);
-  let draining = false;
-  app.addHook("onRequest", async () => {
-    if (draining) throw unavailable("the service is shutting down", 1);
-  });
+  const admission = installAdmission(app, options.config.maxInFlightRequests);
   installRequestMetrics(app, ctx.metrics);
   await app.register(rateLimit, {
     global: false,
@@ -90,10 +87,30 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
     { prefix: "/v1/admin" },
   );
-  app.decorate("drain", () => {
-    draining = true;
-  });
+  app.decorate("drain", admission.drain);
   return app;
+}
+
+/**
+ * Answers 503 at once, instead of queueing without bound, when more than `maxInFlight` requests
+ * are being served, and to every new request once draining for shutdown has begun.
+ */
+function installAdmission(app: FastifyInstance, maxInFlight: number): { drain(): void } {
+  let inFlight = 0;
+  let draining = false;
+  app.addHook("onRequest", async (_request, reply) => {
+    if (draining) throw unavailable("the service is shutting down", 1);
+    if (inFlight >= maxInFlight) throw unavailable("too many requests in flight", 1);
+    inFlight += 1;
+    reply.raw.once("close", () => {
+      inFlight -= 1;
+    });
+  });
+  return {
+    drain: () => {
+      draining = true;
+    },
+  };
 }
 
 /**
