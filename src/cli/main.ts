@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../config.js";
 import { ApiError } from "../domain/errors.js";
 import { commands } from "./commands.js";
+import { CLIENT_USAGE, clientCommands } from "./client-commands.js";
 
 const USAGE = `points-ledger <command>
 
@@ -15,9 +16,13 @@ const USAGE = `points-ledger <command>
   verify                                  check every ledger invariant; exit 1 on a violation
   demo                                    the whole flow on a temporary database
 
-Configuration comes from the environment (see README: DATABASE_URL, PORT, ADMIN_TOKEN, …).`;
+Configuration comes from the environment (see README: DATABASE_URL, PORT, ADMIN_TOKEN, …).
+${CLIENT_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
+  // Operator commands parse their own options, so they get the raw arguments.
+  const clientCommand = argv[0] === undefined ? undefined : clientCommands[argv[0]];
+  if (clientCommand) return clientCommand(argv.slice(1));
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,

@@ -10,7 +10,7 @@ import { createMetrics, type Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
 import { authenticateAdmin, authenticateContract } from "./auth.js";
 import type { AppContext } from "./context.js";
-import { installErrorHandling } from "./errors.js";
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./errors.js";
 import { adminRoutes } from "./routes/admin.js";
 import { authRoutes } from "./routes/auth.js";
 import { batchRoutes } from "./routes/batches.js";
@@ -56,6 +56,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
@@ -105,6 +107,13 @@ function installAdmission(app: FastifyInstance, maxInFlight: number): { drain():
     reply.raw.once("close", () => {
       inFlight -= 1;
     });
+  });
+  // Fastify marks only requests that arrive after close() with `Connection: close`; without
+  // this, a request in flight at SIGTERM leaves its keep-alive socket open after the answer and
+  // shutdown waits for the client (or the shutdown timeout, exit 1).
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (draining) reply.header("connection", "close");
+    return payload;
   });
   return {
     drain: () => {

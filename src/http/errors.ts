@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, notFound, unavailable, validationFailed } from "../domain/errors.js";
 import { StoreUnavailableError, isStoreUnavailable } from "../store/errors.js";
 import { fieldErrorsOf } from "./validation.js";
@@ -54,4 +56,26 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendError(reply, apiError);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, notFound(`no route ${request.method} ${request.url.split("?")[0]}`)));
+}
+
+/** Router errors (bad percent-encoding, an over-long path parameter) bypass the error handler; send them through the catalogue too. */
+export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  void sendError(reply, toApiError(error));
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (headers over the size limit,
+ * a broken request line) also get the catalogue's body, then the connection closes.
+ */
+export function clientErrorHandler(error: ConnectionError, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed || !socket.writable) return;
+  const apiError =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? new ApiError("PAYLOAD_TOO_LARGE", "the request line and headers exceed the size limit")
+      : validationFailed([{ path: "(request)", message: "is not a well-formed HTTP/1.1 request" }], "malformed request");
+  const body = JSON.stringify({ success: false, error: { code: apiError.code, message: apiError.message, details: apiError.details } });
+  socket.end(
+    `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -14,7 +14,8 @@ import type { PrivateKeyAccount } from "viem/accounts";
  */
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-export const CLI_PATH = join(REPO_ROOT, "dist/src/cli/main.js");
+/** The built CLI under test; POINTS_LEDGER_CLI points at another build (e.g. a deliberately broken copy). */
+export const CLI_PATH = process.env.POINTS_LEDGER_CLI ?? join(REPO_ROOT, "dist/src/cli/main.js");
 
 /** Deadlines; generous because the 2-core machine runs other suites at the same time. */
 export const READY_TIMEOUT_MS = 20_000;
@@ -97,16 +98,18 @@ function childEnv(env: Env): Env {
 
 /** A child process whose output is collected and whose exit is a promise. */
 class Child {
-  private out = "";
+  stdout = "";
+  stderr = "";
   readonly exited: Promise<ExitInfo>;
   exit: ExitInfo | null = null;
 
   constructor(readonly process: ChildProcess) {
-    const append = (chunk: Buffer) => {
-      this.out = (this.out + chunk.toString("utf8")).slice(-OUTPUT_LIMIT_CHARS);
-    };
-    process.stdout?.on("data", append);
-    process.stderr?.on("data", append);
+    process.stdout?.on("data", (chunk: Buffer) => {
+      this.stdout = (this.stdout + chunk.toString("utf8")).slice(-OUTPUT_LIMIT_CHARS);
+    });
+    process.stderr?.on("data", (chunk: Buffer) => {
+      this.stderr = (this.stderr + chunk.toString("utf8")).slice(-OUTPUT_LIMIT_CHARS);
+    });
     this.exited = new Promise((resolveExit) => {
       process.once("close", (code, signal) => {
         this.exit = { code, signal };
@@ -116,7 +119,7 @@ class Child {
   }
 
   output(): string {
-    return this.out;
+    return `stdout:\n${this.stdout}\nstderr:\n${this.stderr}`;
   }
 
   /** Sends `signal` and waits for the exit, failing at the deadline. */
@@ -129,7 +132,11 @@ class Child {
   async waitForExit(timeoutMs = EXIT_TIMEOUT_MS): Promise<ExitInfo> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`process ${this.process.pid} did not exit within ${timeoutMs} ms:\n${this.out}`)), timeoutMs);
+      timer = setTimeout(() => {
+        // A hung child must not outlive the test.
+        this.process.kill("SIGKILL");
+        reject(new Error(`process ${this.process.pid} did not exit within ${timeoutMs} ms:\n${this.output()}`));
+      }, timeoutMs);
     });
     try {
       return await Promise.race([this.exited, timeout]);
@@ -151,6 +158,8 @@ export interface ServerProcess {
   /** Milliseconds from spawn to the first 200 from /readyz. */
   readyMs: number;
   output(): string;
+  /** Sends `signal` without waiting for the exit. */
+  signal(signal: NodeJS.Signals): void;
   kill(signal: NodeJS.Signals): Promise<ExitInfo>;
   waitForExit(timeoutMs?: number): Promise<ExitInfo>;
 }
@@ -189,6 +198,7 @@ async function trySpawnServer(env: Env, port: number): Promise<ServerProcess | n
     env: fullEnv,
     readyMs: Math.round(performance.now() - startedMs),
     output: () => child.output(),
+    signal: (signal) => void child.process.kill(signal),
     kill: (signal) => child.kill(signal),
     waitForExit: (timeoutMs) => child.waitForExit(timeoutMs),
   };
@@ -212,14 +222,9 @@ export interface CliResult {
 
 /** Runs the CLI to completion and returns its exit code and output. */
 export async function runCli(args: string[], env: Env, timeoutMs = EXIT_TIMEOUT_MS): Promise<CliResult> {
-  assertBuilt();
-  const child = spawn(process.execPath, [CLI_PATH, ...args], { env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-  const exit = await new Child(child).waitForExit(timeoutMs);
-  return { ...exit, stdout, stderr };
+  const child = spawnCli(args, env);
+  const exit = await child.waitForExit(timeoutMs);
+  return { ...exit, stdout: child.stdout, stderr: child.stderr };
 }
 
 export interface ApiResponse {

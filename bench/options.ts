@@ -1,0 +1,74 @@
+import { parseArgs } from "node:util";
+
+export interface BenchOptions {
+  short: boolean;
+  /** Seconds of each measured load phase. */
+  durationSec: number;
+  connections: number;
+  db: "sqlite" | "postgres";
+  processes: number;
+  /** Minutes of mixed load after the main phases; 0 = no soak. */
+  soakMinutes: number;
+  /** Directory for `--cpu-prof` profiles of the server and the ceilings, or null. */
+  cpuProfDir: string | null;
+  /** Batches per finalizer pass given to the server (FINALIZER_BATCHES_PER_PASS), or null for its default. */
+  finalizerBatchesPerPass: number | null;
+}
+
+export const USAGE = `npm run bench -- [options]
+
+  --short               a few seconds per phase (the CI smoke test)
+  --duration N          seconds per measured phase (default 10, 3 with --short)
+  --connections N       concurrent connections of the load (default 4)
+  --db sqlite|postgres  postgres reads BENCH_DATABASE_URL (skipped when unset)
+  --processes N         server processes on one PostgreSQL database (default 1)
+  --soak MINUTES        mixed load for that long at the end, sampling server RSS every 10 s
+  --cpu-prof DIR        write V8 CPU profiles of the server and both ceilings into DIR
+  --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes`;
+
+function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number ≥ ${min}, got "${raw}"`);
+  return value;
+}
+
+function minutes(raw: string | undefined): number {
+  if (raw === undefined) return 0;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--soak must be a positive number of minutes, got "${raw}"`);
+  return value;
+}
+
+export function parseOptions(argv: string[]): BenchOptions | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      short: { type: "boolean", default: false },
+      duration: { type: "string" },
+      connections: { type: "string" },
+      db: { type: "string", default: "sqlite" },
+      processes: { type: "string" },
+      soak: { type: "string" },
+      "cpu-prof": { type: "string" },
+      "finalizer-batches-per-pass": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) return "help";
+  if (values.db !== "sqlite" && values.db !== "postgres") throw new Error(`--db must be sqlite or postgres, got "${values.db}"`);
+  const processes = positiveInt("processes", values.processes, 1);
+  if (processes > 1 && values.db !== "postgres") throw new Error("--processes > 1 needs --db postgres (SQLite has one writer process)");
+  const short = values.short ?? false;
+  return {
+    short,
+    durationSec: positiveInt("duration", values.duration, short ? 3 : 10),
+    connections: positiveInt("connections", values.connections, 4),
+    db: values.db,
+    processes,
+    soakMinutes: minutes(values.soak),
+    cpuProfDir: values["cpu-prof"] ?? null,
+    finalizerBatchesPerPass:
+      values["finalizer-batches-per-pass"] === undefined ? null : positiveInt("finalizer-batches-per-pass", values["finalizer-batches-per-pass"], 1),
+  };
+}

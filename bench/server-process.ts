@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { pollUntil } from "./stats.js";
+
+/** The CLI the bench starts, exactly as `npm start` would. */
+export const CLI_PATH = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+/** How long a child may take to answer /readyz before the bench gives up. */
+const READY_TIMEOUT_MS = 30_000;
+/** Bound on a graceful stop; past it the child is killed. */
+const STOP_TIMEOUT_MS = 20_000;
+/** Output kept from each child, to explain a failure. */
+const OUTPUT_TAIL_BYTES = 8192;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ChildService {
+  name: string;
+  url: string;
+  pid: number;
+  /** Milliseconds from spawn to the first successful readiness answer. */
+  startupToReadyMs: number;
+  /** Peak resident set so far (VmHWM), in MB. */
+  peakRssMb(): number | null;
+  /** Current resident set (VmRSS), in MB. */
+  rssMb(): number | null;
+  /** SIGTERM, then wait for a clean exit; returns the peak RSS read just before the signal. */
+  stop(): Promise<number | null>;
+  output(): string;
+}
+
+function readStatusMb(pid: number, field: "VmHWM" | "VmRSS"): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+    return match ? Number(match[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts a Node script as a child with `env`, waits until `readyPath` answers 200 (with a
+ * deadline) and returns a handle. Output is kept (tail only) and shown if the child dies.
+ */
+export async function startChild(options: {
+  name: string;
+  script: string;
+  args?: string[];
+  env: Record<string, string>;
+  port: number;
+  readyPath: string;
+  nodeArgs?: string[];
+}): Promise<ChildService> {
+  const startedMs = performance.now();
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), options.script, ...(options.args ?? [])], {
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let tail = "";
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-OUTPUT_TAIL_BYTES);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  let dead = false;
+  void exited.then(() => (dead = true));
+  const url = `http://127.0.0.1:${options.port}`;
+  await pollUntil(
+    `${options.name} to be ready`,
+    async () => {
+      if (dead) throw new Error(`${options.name} exited during start-up:\n${tail}`);
+      try {
+        const response = await fetch(url + options.readyPath);
+        await response.arrayBuffer();
+        return response.ok ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    10,
+    Date.now() + READY_TIMEOUT_MS,
+  );
+  const startupToReadyMs = performance.now() - startedMs;
+  return handle(options.name, url, child, exited, startupToReadyMs, () => tail);
+}
+
+function handle(
+  name: string,
+  url: string,
+  child: ChildProcess,
+  exited: Promise<number | null>,
+  startupToReadyMs: number,
+  output: () => string,
+): ChildService {
+  const pid = child.pid!;
+  let stopping: Promise<number | null> | null = null;
+  return {
+    name,
+    url,
+    pid,
+    startupToReadyMs,
+    peakRssMb: () => readStatusMb(pid, "VmHWM"),
+    rssMb: () => readStatusMb(pid, "VmRSS"),
+    output,
+    stop: () =>
+      (stopping ??= (async () => {
+        const peak = readStatusMb(pid, "VmHWM");
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+        const code = await exited;
+        clearTimeout(timer);
+        if (code !== 0) process.stderr.write(`bench: ${name} exited with code ${code}\n${output()}\n`);
+        return peak;
+      })()),
+  };
+}
+
+/** The value of one metric (summed over label sets) from Prometheus text, or 0 when absent. */
+export function metricValue(text: string, name: string): number {
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== " " && rest[0] !== "{") continue;
+    const value = Number(rest.slice(rest.lastIndexOf(" ") + 1));
+    if (Number.isFinite(value)) total += value;
+  }
+  return total;
+}
+
+export async function scrapeMetrics(service: Pick<ChildService, "url">): Promise<string> {
+  const response = await fetch(`${service.url}/metrics`);
+  return response.text();
+}

@@ -1,0 +1,138 @@
+import type { ErrorCode, FieldError } from "../domain/errors.js";
+import type { BatchStatus } from "./types.js";
+
+export type { ErrorCode, FieldError };
+
+/** What `details` holds for each code of the catalogue (API.md, Errors). */
+export interface ErrorDetailsByCode {
+  VALIDATION_FAILED: FieldError[];
+  UNAUTHORIZED: undefined;
+  FORBIDDEN: undefined;
+  NOT_FOUND: undefined;
+  BATCH_ID_EXISTS: { batchId: string; status: BatchStatus; matchesRequest: boolean };
+  BATCH_NOT_CANCELLABLE: { batchId: string; status: BatchStatus };
+  CREDIT_ID_EXISTS: { creditId: string; matchesRequest: boolean };
+  PAYLOAD_TOO_LARGE: undefined;
+  UNSUPPORTED_MEDIA_TYPE: undefined;
+  INSUFFICIENT_BALANCE: { available: string; requested: string };
+  RATE_LIMITED: undefined;
+  INTERNAL: undefined;
+  UNAVAILABLE: undefined;
+}
+
+const CODES: readonly ErrorCode[] = [
+  "VALIDATION_FAILED",
+  "UNAUTHORIZED",
+  "FORBIDDEN",
+  "NOT_FOUND",
+  "BATCH_ID_EXISTS",
+  "BATCH_NOT_CANCELLABLE",
+  "CREDIT_ID_EXISTS",
+  "PAYLOAD_TOO_LARGE",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "INSUFFICIENT_BALANCE",
+  "RATE_LIMITED",
+  "INTERNAL",
+  "UNAVAILABLE",
+];
+
+/** An error answer of the service, or of something in front of it (a proxy's bare 503). */
+export class PointsApiError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly code: C;
+  readonly status: number;
+  readonly details: ErrorDetailsByCode[C] | undefined;
+  /** Seconds from a Retry-After header, when the answer had one. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: C, status: number, message: string, details?: ErrorDetailsByCode[C], retryAfterSeconds?: number) {
+    super(message);
+    this.name = "PointsApiError";
+    this.code = code;
+    this.status = status;
+    this.details = details;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+
+  /** Narrows an unknown error to one code, so its `details` are typed. */
+  static is<K extends ErrorCode>(error: unknown, code: K): error is PointsApiError<K> {
+    return error instanceof PointsApiError && error.code === code;
+  }
+}
+
+/** The request never got an answer (connection refused or reset, timeout) after every attempt. */
+export class PointsNetworkError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PointsNetworkError";
+  }
+}
+
+/** Input rejected by the client before anything was sent; `details` names every offending item. */
+export class PointsInputError extends Error {
+  readonly details: FieldError[];
+
+  constructor(details: FieldError[], message = `${details.length} invalid input item(s)`) {
+    super(message);
+    this.name = "PointsInputError";
+    this.details = details;
+  }
+}
+
+/** The listing cursor did not advance: following it would loop forever. */
+export class PointsCursorError extends Error {
+  constructor(cursor: string) {
+    super(`the service returned cursor ${cursor} again; stopping instead of looping`);
+    this.name = "PointsCursorError";
+  }
+}
+
+/**
+ * A code for answers that do not carry the catalogue body (a load balancer's HTML 502, a
+ * proxy's bare 503), so callers can always switch on `code`.
+ */
+function codeForStatus(status: number): ErrorCode {
+  switch (status) {
+    case 400:
+      return "VALIDATION_FAILED";
+    case 401:
+      return "UNAUTHORIZED";
+    case 403:
+      return "FORBIDDEN";
+    case 404:
+      return "NOT_FOUND";
+    case 413:
+      return "PAYLOAD_TOO_LARGE";
+    case 415:
+      return "UNSUPPORTED_MEDIA_TYPE";
+    case 422:
+      return "INSUFFICIENT_BALANCE";
+    case 429:
+      return "RATE_LIMITED";
+    case 502:
+    case 503:
+    case 504:
+      return "UNAVAILABLE";
+    default:
+      return "INTERNAL";
+  }
+}
+
+interface ErrorBody {
+  success: false;
+  error: { code: string; message: string; details?: unknown };
+}
+
+function isErrorBody(body: unknown): body is ErrorBody {
+  if (typeof body !== "object" || body === null) return false;
+  const error = (body as { error?: unknown }).error;
+  return typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string";
+}
+
+/** Builds the typed error from a non-2xx answer; `body` is the parsed JSON or null. */
+export function errorFromResponse(status: number, body: unknown, retryAfterSeconds: number | undefined): PointsApiError {
+  if (isErrorBody(body) && (CODES as readonly string[]).includes(body.error.code)) {
+    const { code, message, details } = body.error;
+    return new PointsApiError(code as ErrorCode, status, message, details as never, retryAfterSeconds);
+  }
+  return new PointsApiError(codeForStatus(status), status, `HTTP ${status} without an API error body`, undefined, retryAfterSeconds);
+}

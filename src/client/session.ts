@@ -1,0 +1,130 @@
+import { privateKeyToAccount } from "viem/accounts";
+import { PointsApiError } from "./errors.js";
+import type { RequestSpec, Transport } from "./transport.js";
+import type { Challenge, Session } from "./types.js";
+
+/**
+ * Whatever can sign an ERC-191 (personal_sign) message: any viem Account, or an adapter around
+ * another wallet (`{ address, signMessage: ({ message }) => wallet.signMessage(message) }`).
+ */
+export interface Signer {
+  address: string;
+  signMessage(args: { message: string }): Promise<string>;
+}
+
+/** An operator is a 0x private key (kept in memory only) or a Signer. */
+export type OperatorCredential = `0x${string}` | Signer;
+
+export function signerOf(operator: OperatorCredential): Signer {
+  return typeof operator === "string" ? privateKeyToAccount(operator) : operator;
+}
+
+export interface SessionOptions {
+  /** Renew when less than this is left. Default 60 s. */
+  renewBeforeExpirySeconds?: number;
+  /** The client's clock; Date.now by default. */
+  now?: () => number;
+}
+
+interface HeldToken {
+  bearerToken: string;
+  expiresAt: string;
+  /** Expiry on the client's clock (corrected by the server's Date header when readable). */
+  expiresAtLocalMs: number;
+}
+
+/**
+ * Holds one bearer token for one contract and renews it: before each request when it is about to
+ * expire, and once when the server answers 401 anyway (revoked, or a clock far off).
+ */
+export class OperatorSession {
+  private held: HeldToken | null = null;
+  private renewing: Promise<HeldToken> | null = null;
+  private readonly renewBeforeMs: number;
+  private readonly now: () => number;
+  /** Sign-ins so far; lets operators and tests see renewals happen. */
+  signIns = 0;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly contractAddress: string,
+    private readonly signer: Signer,
+    options: SessionOptions = {},
+  ) {
+    this.renewBeforeMs = (options.renewBeforeExpirySeconds ?? 60) * 1000;
+    this.now = options.now ?? Date.now;
+  }
+
+  get operatorAddress(): string {
+    return this.signer.address;
+  }
+
+  /** Signs in now, replacing any token held. */
+  async signIn(): Promise<Session> {
+    const held = await this.renew(null);
+    return { bearerToken: held.bearerToken, expiresAt: held.expiresAt };
+  }
+
+  /** Sends an authenticated request; on a 401 signs in again and retries once. */
+  async request<T>(spec: Omit<RequestSpec, "token">): Promise<T> {
+    const token = await this.validToken();
+    try {
+      return await this.transport.request<T>({ ...spec, token });
+    } catch (error) {
+      if (!PointsApiError.is(error, "UNAUTHORIZED")) throw error;
+      const fresh = await this.renew(token);
+      return this.transport.request<T>({ ...spec, token: fresh.bearerToken });
+    }
+  }
+
+  private async validToken(): Promise<string> {
+    const held = this.held;
+    if (held !== null && held.expiresAtLocalMs - this.now() > this.renewBeforeMs) return held.bearerToken;
+    return (await this.renew(held?.bearerToken ?? null)).bearerToken;
+  }
+
+  /**
+   * One sign-in at a time: concurrent callers share it. `stale` is the token the caller found
+   * wanting; if another caller already replaced it, that newer token is used instead.
+   */
+  private async renew(stale: string | null): Promise<HeldToken> {
+    if (this.renewing !== null) return this.renewing;
+    if (stale !== null && this.held !== null && this.held.bearerToken !== stale && this.isFresh(this.held)) return this.held;
+    this.renewing = this.transport.withRetry(true, () => this.signInOnce());
+    try {
+      this.held = await this.renewing;
+      return this.held;
+    } finally {
+      this.renewing = null;
+    }
+  }
+
+  private isFresh(held: HeldToken): boolean {
+    return held.expiresAtLocalMs - this.now() > this.renewBeforeMs;
+  }
+
+  /**
+   * Challenge, sign, solve, without retries of its own. A challenge is single-use, so a lost
+   * solve answer cannot be retried alone: the whole sequence is the unit of retry.
+   */
+  private async signInOnce(): Promise<HeldToken> {
+    const { body: challenge } = await this.transport.exchange<Challenge>({
+      method: "POST",
+      path: "/v1/dapp-auth/challenge",
+      body: { contractAddress: this.contractAddress, operatorAddress: this.signer.address },
+      idempotent: true,
+    });
+    const signature = await this.signer.signMessage({ message: challenge.message });
+    const sentAtMs = this.now();
+    const solved = await this.transport.exchange<Session>({
+      method: "POST",
+      path: "/v1/dapp-auth/solve",
+      body: { challengeData: challenge.challengeData, signature },
+      idempotent: false,
+    });
+    this.signIns++;
+    const expiresAtMs = Date.parse(solved.body.expiresAt);
+    const skewMs = solved.serverDateMs === null ? 0 : solved.serverDateMs - sentAtMs;
+    return { bearerToken: solved.body.bearerToken, expiresAt: solved.body.expiresAt, expiresAtLocalMs: expiresAtMs - skewMs };
+  }
+}

@@ -1,0 +1,196 @@
+import type { AddressKey } from "../../domain/address.js";
+import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
+import type { BatchPage, BatchQuery } from "../store.js";
+import { toNullableNumber, toNumber, toUnits, type Queryable } from "./db.js";
+
+export interface BatchRow {
+  seq: string;
+  contract: string;
+  batch_id: string;
+  point_type: string;
+  status: string;
+  total_units: string;
+  transfer_count: number;
+  seconds_to_finalize: number;
+  created_at_ms: string;
+  finalize_at_ms: string;
+  updated_at_ms: string | null;
+  finalized_at_ms: string | null;
+  cancelled_at_ms: string | null;
+}
+
+export function toBatch(row: BatchRow): Batch {
+  return {
+    contract: row.contract as AddressKey,
+    batchId: row.batch_id,
+    pointType: row.point_type as PointType,
+    status: row.status as BatchStatus,
+    total: toUnits(row.total_units),
+    transferCount: row.transfer_count,
+    secondsToFinalize: row.seconds_to_finalize,
+    createdAtMs: toNumber(row.created_at_ms),
+    finalizeAtMs: toNumber(row.finalize_at_ms),
+    updatedAtMs: toNullableNumber(row.updated_at_ms),
+    finalizedAtMs: toNullableNumber(row.finalized_at_ms),
+    cancelledAtMs: toNullableNumber(row.cancelled_at_ms),
+  };
+}
+
+export async function findBatchRow(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchRow | undefined> {
+  const { rows } = await db.query<BatchRow>({
+    name: "pl-find-batch",
+    text: "SELECT * FROM batches WHERE contract = $1 AND batch_id = $2",
+    values: [contract, batchId],
+  });
+  return rows[0];
+}
+
+/** Reads the batch and holds its row lock until the transaction ends (cancel vs. finalize). */
+export async function lockBatchRow(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchRow | undefined> {
+  const { rows } = await db.query<BatchRow>({
+    name: "pl-lock-batch",
+    text: "SELECT * FROM batches WHERE contract = $1 AND batch_id = $2 FOR UPDATE",
+    values: [contract, batchId],
+  });
+  return rows[0];
+}
+
+export async function readTransfers(db: Queryable, seq: string): Promise<Transfer[]> {
+  const { rows } = await db.query<[string, string]>({
+    name: "pl-read-transfers",
+    text: "SELECT to_address, amount_units FROM transfers WHERE seq = $1 ORDER BY idx",
+    values: [seq],
+    rowMode: "array",
+  });
+  return rows.map(([toAddress, amount]) => ({ toAddress: toAddress as AddressKey, amount: toUnits(amount) }));
+}
+
+export async function withTransfers(db: Queryable, row: BatchRow): Promise<BatchWithTransfers> {
+  return { ...toBatch(row), transfers: await readTransfers(db, row.seq) };
+}
+
+/**
+ * Inserts the batch row (PENDING) unless (contract, batchId) is taken; returns the new row or
+ * undefined. A concurrent insert of the same batchId makes this wait for that transaction: if it
+ * commits, this one inserts nothing, so exactly one submission of a batchId is accepted.
+ */
+export async function insertBatch(db: Queryable, batch: NewBatch): Promise<BatchRow | undefined> {
+  const finalizeAtMs = batch.createdAtMs + batch.secondsToFinalize * 1000;
+  const { rows } = await db.query<BatchRow>({
+    name: "pl-insert-batch",
+    text: `INSERT INTO batches (contract, batch_id, point_type, status, total_units, transfer_count,
+             seconds_to_finalize, created_at_ms, finalize_at_ms)
+           VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8)
+           ON CONFLICT (contract, batch_id) DO NOTHING
+           RETURNING *`,
+    values: [
+      batch.contract,
+      batch.batchId,
+      batch.pointType,
+      batch.total.toString(),
+      batch.transfers.length,
+      batch.secondsToFinalize,
+      batch.createdAtMs,
+      finalizeAtMs,
+    ],
+  });
+  return rows[0];
+}
+
+/** All transfers of a batch in one statement: two arrays, unnested with their position as idx. */
+export async function insertTransfers(db: Queryable, seq: string, transfers: Transfer[]): Promise<void> {
+  const addresses: string[] = new Array(transfers.length);
+  const amounts: string[] = new Array(transfers.length);
+  for (let i = 0; i < transfers.length; i++) {
+    const transfer = transfers[i]!;
+    addresses[i] = transfer.toAddress;
+    amounts[i] = transfer.amount.toString();
+  }
+  await db.query({
+    name: "pl-insert-transfers",
+    text: `INSERT INTO transfers (seq, idx, to_address, amount_units)
+           SELECT $1, t.ord - 1, t.to_address, t.amount_units
+           FROM unnest($2::text[], $3::numeric[]) WITH ORDINALITY AS t(to_address, amount_units, ord)`,
+    values: [seq, addresses, amounts],
+  });
+}
+
+/** Changes the status only if it still is `from`; returns the updated row, or undefined. */
+export async function setStatus(
+  db: Queryable,
+  seq: string,
+  from: BatchStatus,
+  to: BatchStatus,
+  nowMs: number,
+): Promise<BatchRow | undefined> {
+  const timeColumn = to === "FINALIZED" ? "finalized_at_ms" : to === "CANCELLED" ? "cancelled_at_ms" : "updated_at_ms";
+  const { rows } = await db.query<BatchRow>({
+    name: `pl-set-status-${to}`,
+    text: `UPDATE batches SET status = $3, updated_at_ms = $4, ${timeColumn} = $4
+           WHERE seq = $1 AND status = $2 RETURNING *`,
+    values: [seq, from, to, nowMs],
+  });
+  return rows[0];
+}
+
+/**
+ * Claims the oldest due PENDING batch and marks it FINALIZED, in the caller's transaction. SKIP
+ * LOCKED passes over batches another finalizer (or a cancel) holds, so instances share the work;
+ * the status guard re-checks the row it locked, so a batch is finalized at most once.
+ */
+export async function claimDueBatch(db: Queryable, nowMs: number): Promise<BatchRow | undefined> {
+  const { rows } = await db.query<BatchRow>({
+    name: "pl-claim-due-batch",
+    text: `UPDATE batches SET status = 'FINALIZED', updated_at_ms = $1, finalized_at_ms = $1
+           WHERE status = 'PENDING' AND seq = (
+             SELECT seq FROM batches WHERE status = 'PENDING' AND finalize_at_ms <= $1
+             ORDER BY finalize_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+           RETURNING *`,
+    values: [nowMs],
+  });
+  return rows[0];
+}
+
+export async function listBatches(db: Queryable, contract: AddressKey, query: BatchQuery): Promise<BatchPage> {
+  const params: (string | number)[] = [contract];
+  const where = ["contract = $1"];
+  const param = (value: string | number) => `$${params.push(value)}`;
+  if (query.pointType) where.push(`point_type = ${param(query.pointType)}`);
+  if (query.status) where.push(`status = ${param(query.status)}`);
+  if (query.createdBeforeMs !== undefined) where.push(`created_at_ms < ${param(query.createdBeforeMs)}`);
+  if (query.createdAfterMs !== undefined) where.push(`created_at_ms > ${param(query.createdAfterMs)}`);
+  const direction = query.sort === "ASC" ? ">" : "<";
+  if (query.after) {
+    // Row comparison: strictly after (createdAt, seq) in the listing order, and index-friendly.
+    const seq = param(clampToBigint(query.after.seq));
+    where.push(`(created_at_ms, seq) ${direction} (${param(query.after.createdAtMs)}, ${seq}::bigint)`);
+  }
+  const order = query.sort === "ASC" ? "ASC" : "DESC";
+  const { rows } = await db.query<BatchRow>(
+    `SELECT * FROM batches WHERE ${where.join(" AND ")}
+     ORDER BY created_at_ms ${order}, seq ${order} LIMIT ${param(query.limit + 1)}`,
+    params,
+  );
+  const more = rows.length > query.limit;
+  const page = more ? rows.slice(0, query.limit) : rows;
+  const last = page[page.length - 1];
+  return {
+    batches: page.map(toBatch),
+    next: more && last ? { createdAtMs: toNumber(last.created_at_ms), seq: last.seq } : null,
+  };
+}
+
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+/** A cursor's seq may exceed BIGINT; no stored seq does, so the largest BIGINT orders the same. */
+function clampToBigint(seq: string): string {
+  return BigInt(seq) > MAX_BIGINT ? MAX_BIGINT.toString() : seq;
+}
+
+export async function nextFinalizeAtMs(db: Queryable): Promise<number | null> {
+  const { rows } = await db.query<{ next: string | null }>({
+    name: "pl-next-finalize-at",
+    text: "SELECT MIN(finalize_at_ms) AS next FROM batches WHERE status = 'PENDING'",
+  });
+  return toNullableNumber(rows[0]?.next ?? null);
+}

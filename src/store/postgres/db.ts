@@ -1,0 +1,185 @@
+import pg from "pg";
+import { InvariantViolation } from "../../domain/errors.js";
+import { StoreUnavailableError } from "../errors.js";
+import { MIGRATIONS } from "./migrations/index.js";
+
+export type PgPool = pg.Pool;
+export type PgClient = pg.PoolClient;
+/** Anything that runs a query: the pool (one statement, autocommit) or a client inside a transaction. */
+export type Queryable = pg.Pool | pg.PoolClient;
+
+export interface PostgresOptions {
+  connectionString: string;
+  poolSize: number;
+  statementTimeoutMs: number;
+}
+
+/** How long a caller waits for a free connection before the request is answered 503. */
+const CONNECT_TIMEOUT_MS = 5000;
+/** Idle connections are closed after this, so a quiet instance gives its connections back. */
+const IDLE_TIMEOUT_MS = 30_000;
+/** Seconds a client is told to wait (Retry-After) when the database is unreachable or overloaded. */
+const RETRY_AFTER_SECONDS = 1;
+/** Key of the advisory lock that serializes migrations across processes; any constant unique to this service. */
+const MIGRATION_LOCK_KEY = "7061221907";
+
+export function createPool(options: PostgresOptions): PgPool {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    idleTimeoutMillis: IDLE_TIMEOUT_MS,
+    // Sent in the start-up packet, so it holds for every statement of every connection.
+    statement_timeout: options.statementTimeoutMs,
+    // A process that stalls mid-transaction must not hold ledger row locks forever.
+    idle_in_transaction_session_timeout: options.statementTimeoutMs,
+    keepAlive: true,
+  });
+  // An idle client whose connection drops (server restart, network) is discarded by the pool;
+  // without a listener the 'error' event would crash the process.
+  pool.on("error", (error) => {
+    process.emitWarning(`idle PostgreSQL connection failed: ${error.message}`, "StoreWarning");
+  });
+  return pool;
+}
+
+/** SQLSTATE classes and codes that mean "try again later", not "your request is wrong". */
+const TRANSIENT_SQLSTATES = new Set([
+  "40001", // serialization_failure
+  "40P01", // deadlock_detected
+  "55P03", // lock_not_available
+  "57014", // query_canceled: statement_timeout
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+]);
+const TRANSIENT_SQLSTATE_CLASSES = ["08", "53"]; // connection exception, insufficient resources
+const NETWORK_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EPIPE", "EHOSTUNREACH", "EAI_AGAIN"]);
+/** node-postgres reports a lost or unobtainable connection as a plain Error with one of these messages. */
+const CONNECTION_MESSAGES = [
+  "Connection terminated",
+  "timeout exceeded when trying to connect",
+  "Client has encountered a connection error",
+  "Client was closed and is not queryable",
+];
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = codeOf(error);
+  if (code !== undefined && NETWORK_ERROR_CODES.has(code)) return true;
+  if (code !== undefined && TRANSIENT_SQLSTATE_CLASSES.includes(code.slice(0, 2)) && code.length === 5) return true;
+  return CONNECTION_MESSAGES.some((message) => error.message.includes(message));
+}
+
+/**
+ * Translates driver errors into the store's vocabulary: unreachable or overloaded database →
+ * StoreUnavailableError (503 + Retry-After); a violated CHECK constraint is a broken ledger
+ * invariant; anything else is passed on unchanged.
+ */
+export function toStoreError(error: unknown): unknown {
+  if (error instanceof StoreUnavailableError || error instanceof InvariantViolation) return error;
+  const code = codeOf(error);
+  if (isConnectionError(error) || (code !== undefined && TRANSIENT_SQLSTATES.has(code))) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return new StoreUnavailableError(`the database is unavailable: ${reason}`, RETRY_AFTER_SECONDS, { cause: error });
+  }
+  if (code === "23514") {
+    return new InvariantViolation(`a CHECK constraint failed: ${(error as Error).message}`);
+  }
+  return error;
+}
+
+/** Runs `work` and rethrows its failure as a store error (see toStoreError). */
+export async function guard<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw toStoreError(error);
+  }
+}
+
+export interface TransactionOptions<T> {
+  /** Decides from the result whether to COMMIT (default) or ROLLBACK, e.g. a refused submission. */
+  commitIf?: (result: T) => boolean;
+  isolation?: "READ COMMITTED" | "REPEATABLE READ";
+  readOnly?: boolean;
+}
+
+/**
+ * Runs `work` in one transaction on one pooled connection. A connection that failed is destroyed
+ * rather than returned to the pool. While checked out, the client's 'error' event (connection
+ * lost between two statements) is recorded here, so it never crashes the process.
+ */
+export async function transaction<T>(pool: PgPool, work: (client: PgClient) => Promise<T>, options: TransactionOptions<T> = {}): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on("error", onError);
+  try {
+    const mode = `${options.isolation ?? "READ COMMITTED"}${options.readOnly ? " READ ONLY" : ""}`;
+    await client.query(`BEGIN ISOLATION LEVEL ${mode}`);
+    const result = await work(client);
+    await client.query(options.commitIf && !options.commitIf(result) ? "ROLLBACK" : "COMMIT");
+    return result;
+  } catch (error) {
+    if (!broken && !isConnectionError(error)) {
+      await client.query("ROLLBACK").catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+    } else {
+      broken ??= error as Error;
+    }
+    throw error;
+  } finally {
+    client.removeListener("error", onError);
+    client.release(broken);
+  }
+}
+
+/** NUMERIC(40,0) columns arrive as decimal strings; they become bigint without touching a float. */
+export function toUnits(value: unknown): bigint {
+  if (typeof value !== "string" || !/^[0-9]+$/.test(value)) {
+    throw new InvariantViolation(`not a non-negative integer amount: ${String(value)}`);
+  }
+  return BigInt(value);
+}
+
+/** BIGINT columns arrive as strings; epoch milliseconds fit a double exactly. */
+export function toNumber(value: unknown): number {
+  return Number(value as string);
+}
+
+export function toNullableNumber(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value as string);
+}
+
+/**
+ * Applies pending migrations in one transaction holding an advisory lock, so processes that
+ * start at the same time apply each migration once; the others wait, then find nothing to do.
+ */
+export async function migrate(pool: PgPool): Promise<void> {
+  await transaction(pool, async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
+    await client.query(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)",
+    );
+    const { rows } = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+    const applied = new Set(rows.map((row) => row.version));
+    for (const migration of MIGRATIONS) {
+      if (applied.has(migration.version)) continue;
+      await client.query(migration.sql);
+      await client.query("INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)", [
+        migration.version,
+        migration.name,
+        Date.now(),
+      ]);
+    }
+  });
+}

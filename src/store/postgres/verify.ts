@@ -1,0 +1,97 @@
+import { formatPoints } from "../../domain/points.js";
+import type { Violation } from "../store.js";
+import { AVAILABLE_SQL } from "./accounts.js";
+import type { Queryable } from "./db.js";
+
+/**
+ * Per (address, pointType), what the records say each account field must be. NUMERIC sums are
+ * exact, so the comparison happens in SQL and only the rows that disagree reach JavaScript.
+ */
+const EXPECTED_SQL = `
+  pending AS (SELECT contract AS address, point_type, sum(total_units) AS units FROM batches
+              WHERE status IN ('PENDING', 'FINALIZING') GROUP BY 1, 2),
+  finalized AS (SELECT contract AS address, point_type, sum(total_units) AS units FROM batches
+                WHERE status = 'FINALIZED' GROUP BY 1, 2),
+  earned AS (SELECT address, point_type, sum(amount_units) AS units FROM credits GROUP BY 1, 2),
+  received AS (SELECT t.to_address AS address, b.point_type, sum(t.amount_units) AS units
+               FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED' GROUP BY 1, 2)`;
+
+/** [label, account column, expected-sum CTE] for invariant 2. */
+const FIELDS = [
+  ["pendingSent", "pending_units", "pending"],
+  ["finalizedSentCumulative", "finalized_sent_units", "finalized"],
+  ["earnedCumulative", "earned_units", "earned"],
+  ["receivedCumulative", "received_units", "received"],
+] as const;
+
+interface MismatchRow {
+  key: string;
+  label: string;
+  stored: string;
+  expected: string;
+}
+
+/** Checks invariants 1-4 of DESIGN.md over the whole database; call in one REPEATABLE READ snapshot. */
+export async function verifyLedger(db: Queryable): Promise<Violation[]> {
+  const violations: Violation[] = [];
+  const negative = await db.query<{ key: string }>(
+    `SELECT a.address || ' ' || a.point_type AS key FROM accounts a WHERE ${AVAILABLE_SQL} < 0 ORDER BY 1`,
+  );
+  for (const row of negative.rows) violations.push({ invariant: 1, message: `${row.key}: available < 0` });
+  await checkAccountSums(db, violations);
+  await checkConservation(db, violations);
+  await checkBatchTotals(db, violations);
+  return violations;
+}
+
+/** Invariant 2: each account field equals the sum of its records; records never lack an account. */
+async function checkAccountSums(db: Queryable, violations: Violation[]): Promise<void> {
+  const mismatches = FIELDS.map(
+    ([label, column, sums]) =>
+      `SELECT a.address || ' ' || a.point_type AS key, '${label}' AS label, a.${column}::text AS stored,
+              coalesce(s.units, 0)::text AS expected
+       FROM accounts a LEFT JOIN ${sums} s USING (address, point_type)
+       WHERE a.${column} <> coalesce(s.units, 0)`,
+  );
+  const { rows } = await db.query<MismatchRow>(`WITH ${EXPECTED_SQL} ${mismatches.join(" UNION ALL ")} ORDER BY key, label`);
+  for (const row of rows) {
+    violations.push({
+      invariant: 2,
+      message: `${row.key}: ${row.label} is ${formatPoints(BigInt(row.stored))} but its records sum to ${formatPoints(BigInt(row.expected))}`,
+    });
+  }
+  const orphans = FIELDS.map(
+    ([, , sums]) =>
+      `SELECT s.address || ' ' || s.point_type AS key FROM ${sums} s
+       WHERE s.units <> 0 AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.address = s.address AND a.point_type = s.point_type)`,
+  );
+  const orphaned = await db.query<{ key: string }>(`WITH ${EXPECTED_SQL} ${orphans.join(" UNION ALL ")} ORDER BY key`);
+  for (const row of orphaned.rows) violations.push({ invariant: 2, message: `${row.key}: records exist but no account` });
+}
+
+/** Invariant 3: per point type, everything received was sent and finalized. */
+async function checkConservation(db: Queryable, violations: Violation[]): Promise<void> {
+  const { rows } = await db.query<{ point_type: string; received: string; sent: string }>(
+    `SELECT point_type, sum(received_units)::text AS received, sum(finalized_sent_units)::text AS sent
+     FROM accounts GROUP BY point_type HAVING sum(received_units) <> sum(finalized_sent_units) ORDER BY point_type`,
+  );
+  for (const row of rows) {
+    violations.push({
+      invariant: 3,
+      message: `${row.point_type}: sum(received) ${formatPoints(BigInt(row.received))} ≠ sum(finalizedSent) ${formatPoints(BigInt(row.sent))}`,
+    });
+  }
+}
+
+/** Invariant 4: a batch's stored transfers sum to its points and number transferCount. */
+async function checkBatchTotals(db: Queryable, violations: Violation[]): Promise<void> {
+  const { rows } = await db.query<{ batch_id: string }>(
+    `SELECT b.batch_id FROM batches b
+     LEFT JOIN (SELECT seq, sum(amount_units) AS units, count(*) AS transfers FROM transfers GROUP BY seq) t ON t.seq = b.seq
+     WHERE coalesce(t.units, 0) <> b.total_units OR coalesce(t.transfers, 0) <> b.transfer_count
+     ORDER BY b.seq`,
+  );
+  for (const row of rows) {
+    violations.push({ invariant: 4, message: `batch ${row.batch_id}: transfers do not sum to its points or count` });
+  }
+}

@@ -1,0 +1,769 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, describe, expect, it } from "vitest";
+import type { AddressKey } from "../src/domain/address.js";
+import type { Batch, BatchStatus, NewBatch, PointType } from "../src/domain/batch.js";
+import { MAX_POINTS_UNITS, formatPoints, parsePoints } from "../src/domain/points.js";
+import { availableOf, type Balance, type BatchQuery, type LedgerStore } from "../src/store/store.js";
+
+/**
+ * The LedgerStore contract: every adapter runs this same suite (test/store-sqlite.test.ts,
+ * test/store-postgres.test.ts). It talks to the port only, makes fresh random addresses and ids
+ * in every test, and never assumes an empty database.
+ *
+ * Time: finalizeDue and nextFinalizeAtMs look at the whole database, so each test takes its own
+ * time window (30 days, starting at `epochMs`, default 2001-01-01: before any real clock), and
+ * first finalizes whatever an earlier run left due in it. The suite therefore needs to be the
+ * only caller of finalizeDue on its database while it runs (on PostgreSQL: its own schema or
+ * database, or run serially with other files that finalize).
+ */
+
+export interface StoreContractOptions {
+  /** Why the suite is skipped when makeStore returns null, e.g. "set TEST_DATABASE_URL". */
+  skipMessage?: string;
+  /** Start of the suite's time windows, epoch milliseconds. */
+  epochMs?: number;
+}
+
+const WINDOW_MS = 30 * 24 * 3600 * 1000;
+const DEFAULT_EPOCH_MS = Date.UTC(2001, 0, 1);
+/** A bound on drain loops, so a broken finalizeDue fails the test instead of hanging it. */
+const MAX_DRAIN_PASSES = 1000;
+
+interface Fixture {
+  store: LedgerStore;
+  /** Start of a time window no earlier test used, with everything due in it already finalized. */
+  freshWindow(): Promise<number>;
+}
+
+export function storeContractSuite(
+  name: string,
+  makeStore: () => Promise<LedgerStore | null>,
+  options: StoreContractOptions = {},
+): void {
+  describe(name, async () => {
+    const store = await makeStore();
+    if (store === null) {
+      it.skip(`skipped: ${options.skipMessage ?? "makeStore returned null (no database configured)"}`, () => {});
+      return;
+    }
+    afterAll(() => store.close());
+    await store.migrate();
+    let windows = 0;
+    const fixture: Fixture = {
+      store,
+      freshWindow: async () => {
+        const startMs = (options.epochMs ?? DEFAULT_EPOCH_MS) + windows++ * WINDOW_MS;
+        await finalizeEverythingDue(store, startMs + WINDOW_MS - 1);
+        return startMs;
+      },
+    };
+    schemaTests(fixture);
+    creditTests(fixture);
+    submitTests(fixture);
+    listTests(fixture);
+    cancelTests(fixture);
+    finalizeTests(fixture);
+    authTests(fixture);
+    exactAmountTests(fixture);
+    concurrencyTests(fixture);
+    it("verify() finds no violation after every operation above", async () => {
+      expect(await store.verify()).toEqual([]);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: only the port, only fresh names.
+
+export function randomAddress(): AddressKey {
+  return `0x${randomBytes(20).toString("hex")}` as AddressKey;
+}
+
+function randomId(prefix: string): string {
+  return `${prefix}-${randomBytes(8).toString("hex")}`;
+}
+
+function units(text: string): bigint {
+  const amount = parsePoints(text);
+  if (amount === null) throw new Error(`bad points literal ${text}`);
+  return amount;
+}
+
+async function finalizeEverythingDue(store: LedgerStore, nowMs: number): Promise<void> {
+  for (let pass = 0; pass < MAX_DRAIN_PASSES; pass++) {
+    if ((await store.finalizeDue(nowMs, 1000)).length === 0) return;
+  }
+  throw new Error("finalizeDue kept returning batches");
+}
+
+async function fund(store: LedgerStore, address: AddressKey, pointType: PointType, points: string, nowMs: number): Promise<void> {
+  const result = await store.credit({ address, creditId: randomId("fund"), pointType, amount: units(points), createdAtMs: nowMs });
+  expect(result).toEqual({ kind: "credited" });
+}
+
+function batchOf(
+  contract: AddressKey,
+  transfers: [AddressKey, string][],
+  createdAtMs: number,
+  more: { batchId?: string; pointType?: PointType; secondsToFinalize?: number } = {},
+): NewBatch {
+  const parsed = transfers.map(([toAddress, points]) => ({ toAddress, amount: units(points) }));
+  return {
+    contract,
+    batchId: more.batchId ?? randomId("batch"),
+    pointType: more.pointType ?? "PHASE2_POINTS",
+    transfers: parsed,
+    total: parsed.reduce((sum, t) => sum + t.amount, 0n),
+    secondsToFinalize: more.secondsToFinalize ?? 60,
+    createdAtMs,
+  };
+}
+
+async function submitAccepted(store: LedgerStore, batch: NewBatch): Promise<Batch> {
+  const result = await store.submitBatch(batch);
+  if (result.kind !== "accepted") throw new Error(`expected accepted, got ${JSON.stringify(result, bigintJson)}`);
+  return result.batch;
+}
+
+function bigintJson(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? `${value}n` : value;
+}
+
+async function balanceOf(store: LedgerStore, address: AddressKey, pointType: PointType = "PHASE2_POINTS"): Promise<Balance> {
+  return (await store.getBalances(address))[pointType];
+}
+
+function balance(earned: string, received: string, finalizedSent: string, pending: string): Balance {
+  return {
+    earnedCumulative: units(earned),
+    receivedCumulative: units(received),
+    finalizedSentCumulative: units(finalizedSent),
+    pendingSent: units(pending),
+  };
+}
+
+async function statusOf(store: LedgerStore, contract: AddressKey, batchId: string): Promise<BatchStatus | undefined> {
+  return (await store.getBatch(contract, batchId))?.status;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function schemaTests({ store }: Fixture): void {
+  it("migrate() is idempotent and ping() answers", async () => {
+    await store.migrate();
+    await store.migrate();
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+}
+
+function creditTests({ store, freshWindow }: Fixture): void {
+  describe("credit", () => {
+    it("adds to earnedCumulative of one point type only", async () => {
+      const now = await freshWindow();
+      const address = randomAddress();
+      expect(await store.getBalances(address)).toEqual({ PHASE2_POINTS: balance("0", "0", "0", "0"), PHASE2_GOLD: balance("0", "0", "0", "0") });
+      await fund(store, address, "PHASE2_GOLD", "1.5", now);
+      await fund(store, address, "PHASE2_GOLD", "0.000000000001", now);
+      expect(await store.getBalances(address)).toEqual({
+        PHASE2_POINTS: balance("0", "0", "0", "0"),
+        PHASE2_GOLD: balance("1.500000000001", "0", "0", "0"),
+      });
+    });
+
+    it("is idempotent by creditId and tells whether a repeat matches the stored credit", async () => {
+      const now = await freshWindow();
+      const address = randomAddress();
+      const credit = { address, creditId: randomId("c"), pointType: "PHASE2_POINTS" as const, amount: units("7"), createdAtMs: now };
+      expect(await store.credit(credit)).toEqual({ kind: "credited" });
+      expect(await store.credit(credit)).toEqual({ kind: "exists", matchesRequest: true });
+      expect(await store.credit({ ...credit, amount: units("7.000000000001") })).toEqual({ kind: "exists", matchesRequest: false });
+      expect(await store.credit({ ...credit, pointType: "PHASE2_GOLD" })).toEqual({ kind: "exists", matchesRequest: false });
+      expect(await store.getBalances(address)).toEqual({ PHASE2_POINTS: balance("7", "0", "0", "0"), PHASE2_GOLD: balance("0", "0", "0", "0") });
+    });
+
+    it("scopes creditIds to their address", async () => {
+      const now = await freshWindow();
+      const [first, second] = [randomAddress(), randomAddress()];
+      const creditId = randomId("shared");
+      for (const address of [first, second]) {
+        expect(await store.credit({ address, creditId, pointType: "PHASE2_POINTS", amount: units("2"), createdAtMs: now })).toEqual({ kind: "credited" });
+      }
+      expect((await balanceOf(store, second)).earnedCumulative).toBe(units("2"));
+    });
+
+    it("refuses a credit that would take earnedCumulative past 10^18 points, changing nothing", async () => {
+      const now = await freshWindow();
+      const address = randomAddress();
+      await fund(store, address, "PHASE2_POINTS", "999999999999999999.999999999999", now);
+      const overflowId = randomId("over");
+      const tooMuch = { address, creditId: overflowId, pointType: "PHASE2_POINTS" as const, amount: 2n, createdAtMs: now };
+      expect(await store.credit(tooMuch)).toEqual({ kind: "overflow" });
+      // The refused creditId was not stored: the same id may be used for an amount that fits.
+      expect(await store.credit({ ...tooMuch, amount: 1n })).toEqual({ kind: "credited" });
+      expect((await balanceOf(store, address)).earnedCumulative).toBe(MAX_POINTS_UNITS);
+      expect(await store.credit({ ...tooMuch, creditId: randomId("over"), amount: 1n })).toEqual({ kind: "overflow" });
+      expect(await store.credit({ ...tooMuch, creditId: randomId("over"), amount: MAX_POINTS_UNITS + 1n })).toEqual({ kind: "overflow" });
+      expect((await balanceOf(store, address)).earnedCumulative).toBe(MAX_POINTS_UNITS);
+      // The other point type has its own limit.
+      await fund(store, address, "PHASE2_GOLD", "1000000000000000000", now);
+    });
+  });
+}
+
+function submitTests({ store, freshWindow }: Fixture): void {
+  describe("submitBatch and getBatch", () => {
+    it("accepts a covered batch, reserves its total and stores it PENDING", async () => {
+      const now = await freshWindow();
+      const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const request = batchOf(contract, [[alice, "1.25"], [bob, "2.000000000001"]], now, { secondsToFinalize: 3600 });
+      const batch = await submitAccepted(store, request);
+      expect(batch).toEqual({
+        contract,
+        batchId: request.batchId,
+        pointType: "PHASE2_POINTS",
+        status: "PENDING",
+        total: units("3.250000000001"),
+        transferCount: 2,
+        secondsToFinalize: 3600,
+        createdAtMs: now,
+        finalizeAtMs: now + 3_600_000,
+        updatedAtMs: null,
+        finalizedAtMs: null,
+        cancelledAtMs: null,
+      });
+      const stored = await balanceOf(store, contract);
+      expect(stored).toEqual(balance("10", "0", "0", "3.250000000001"));
+      expect(availableOf(stored)).toBe(units("6.749999999999"));
+      // Nothing moves to recipients before finalization.
+      expect(await balanceOf(store, alice)).toEqual(balance("0", "0", "0", "0"));
+    });
+
+    it("returns the transfers in submitted order", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_GOLD", "100", now);
+      const recipients = Array.from({ length: 7 }, randomAddress);
+      const transfers = recipients.map((address, i): [AddressKey, string] => [address, `${7 - i}.00000000000${i}`]);
+      const request = batchOf(contract, transfers, now, { pointType: "PHASE2_GOLD" });
+      await submitAccepted(store, request);
+      const stored = await store.getBatch(contract, request.batchId);
+      expect(stored?.transfers).toEqual(request.transfers);
+      expect(stored?.pointType).toBe("PHASE2_GOLD");
+      expect(stored?.total).toBe(request.total);
+      expect(stored?.transferCount).toBe(7);
+    });
+
+    it("returns null for an unknown batchId or another contract's batch", async () => {
+      const now = await freshWindow();
+      const [contract, other] = [randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_POINTS", "1", now);
+      const request = batchOf(contract, [[randomAddress(), "1"]], now);
+      await submitAccepted(store, request);
+      expect(await store.getBatch(contract, randomId("missing"))).toBeNull();
+      expect(await store.getBatch(other, request.batchId)).toBeNull();
+    });
+
+    it("answers a reused batchId with its status and whether the request matches, changing nothing", async () => {
+      const now = await freshWindow();
+      const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_POINTS", "100", now);
+      const request = batchOf(contract, [[alice, "1"], [bob, "2"]], now, { secondsToFinalize: 120 });
+      await submitAccepted(store, request);
+      const variants: NewBatch[] = [
+        { ...request, transfers: [...request.transfers].reverse() },
+        { ...request, transfers: [request.transfers[0]!, { toAddress: bob, amount: units("2.000000000001") }], total: units("3.000000000001") },
+        { ...request, transfers: [request.transfers[0]!], total: units("1") },
+        { ...request, pointType: "PHASE2_GOLD" },
+        { ...request, secondsToFinalize: 121 },
+      ];
+      // A retry of the same request, even later, matches.
+      expect(await store.submitBatch({ ...request, createdAtMs: now + 5000 })).toEqual({ kind: "exists", status: "PENDING", matchesRequest: true });
+      for (const variant of variants) {
+        expect(await store.submitBatch(variant)).toEqual({ kind: "exists", status: "PENDING", matchesRequest: false });
+      }
+      expect(await balanceOf(store, contract)).toEqual(balance("100", "0", "0", "3"));
+      expect(await store.cancelBatch(contract, request.batchId, now + 1)).toMatchObject({ kind: "cancelled", changed: true });
+      expect(await store.submitBatch(request)).toEqual({ kind: "exists", status: "CANCELLED", matchesRequest: true });
+      expect(await balanceOf(store, contract)).toEqual(balance("100", "0", "0", "0"));
+    });
+
+    it("scopes batchIds to their contract", async () => {
+      const now = await freshWindow();
+      const [first, second] = [randomAddress(), randomAddress()];
+      const batchId = randomId("shared");
+      for (const contract of [first, second]) {
+        await fund(store, contract, "PHASE2_POINTS", "1", now);
+        await submitAccepted(store, batchOf(contract, [[randomAddress(), "1"]], now, { batchId }));
+      }
+    });
+
+    it("refuses a batch over the available balance and stores nothing of it", async () => {
+      const now = await freshWindow();
+      const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_POINTS", "5", now);
+      await submitAccepted(store, batchOf(contract, [[alice, "2"]], now));
+      const request = batchOf(contract, [[alice, "1"], [bob, "2.000000000001"]], now);
+      expect(await store.submitBatch(request)).toEqual({ kind: "insufficient", available: units("3"), requested: units("3.000000000001") });
+      expect(await store.getBatch(contract, request.batchId)).toBeNull();
+      expect(await balanceOf(store, contract)).toEqual(balance("5", "0", "0", "2"));
+      const listed = await store.listBatches(contract, { sort: "ASC", limit: 10 });
+      expect(listed.batches).toHaveLength(1);
+      // Another point type's balance does not count.
+      await fund(store, contract, "PHASE2_GOLD", "50", now);
+      expect(await store.submitBatch(request)).toMatchObject({ kind: "insufficient" });
+      // Exactly the available balance is enough, and the refused batchId is still free.
+      const exact = { ...request, transfers: [request.transfers[0]!, { toAddress: bob, amount: units("2") }], total: units("3") };
+      await submitAccepted(store, exact);
+      expect(availableOf(await balanceOf(store, contract))).toBe(0n);
+      expect(await store.submitBatch(batchOf(contract, [[alice, "0.000000000001"]], now))).toEqual({
+        kind: "insufficient",
+        available: 0n,
+        requested: 1n,
+      });
+    });
+  });
+}
+
+function listTests({ store, freshWindow }: Fixture): void {
+  describe("listBatches", () => {
+    /** Ten batches: equal createdAt pairs, both point types, two statuses; in listing (ASC) order. */
+    async function tenBatches(): Promise<{ contract: AddressKey; now: number; asc: Batch[] }> {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "1000", now);
+      await fund(store, contract, "PHASE2_GOLD", "1000", now);
+      const createdOffsetsMs = [0, 1000, 1000, 2000, 3000, 3000, 3000, 4000, 5000, 6000];
+      const asc: Batch[] = [];
+      for (const [i, offset] of createdOffsetsMs.entries()) {
+        const pointType: PointType = i % 3 === 0 ? "PHASE2_GOLD" : "PHASE2_POINTS";
+        const request = batchOf(contract, [[randomAddress(), `${i + 1}`]], now + offset, { pointType, batchId: `list-${i}-${randomId("b")}` });
+        asc.push(await submitAccepted(store, request));
+      }
+      for (const i of [2, 5]) {
+        const result = await store.cancelBatch(contract, asc[i]!.batchId, now + 7000);
+        if (result.kind !== "cancelled") throw new Error("setup cancel failed");
+        asc[i] = result.batch;
+      }
+      // A neighbour's batches must never show up.
+      const neighbour = randomAddress();
+      await fund(store, neighbour, "PHASE2_POINTS", "1", now);
+      await submitAccepted(store, batchOf(neighbour, [[randomAddress(), "1"]], now + 3000));
+      return { contract, now, asc };
+    }
+
+    async function pageThrough(contract: AddressKey, query: Omit<BatchQuery, "after">): Promise<string[]> {
+      const seen: string[] = [];
+      let after: BatchQuery["after"];
+      for (let page = 0; page < 100; page++) {
+        const result = await store.listBatches(contract, { ...query, after });
+        expect(result.batches.length).toBeLessThanOrEqual(query.limit);
+        if (result.batches.length < query.limit) expect(result.next).toBeNull();
+        seen.push(...result.batches.map((b) => b.batchId));
+        if (result.next === null) return seen;
+        after = result.next;
+      }
+      throw new Error("paging did not end");
+    }
+
+    it("sorts by createdAt, ties in submission order, both ways, and returns the stored batches", async () => {
+      const { contract, asc } = await tenBatches();
+      const all = await store.listBatches(contract, { sort: "ASC", limit: 100 });
+      expect(all).toEqual({ batches: asc, next: null });
+      const desc = await store.listBatches(contract, { sort: "DESC", limit: 100 });
+      expect(desc.batches).toEqual([...asc].reverse());
+    });
+
+    it("filters by pointType, status and exclusive createdBefore/createdAfter", async () => {
+      const { contract, now, asc } = await tenBatches();
+      const ids = async (query: Omit<BatchQuery, "sort" | "limit">) =>
+        (await store.listBatches(contract, { sort: "ASC", limit: 100, ...query })).batches.map((b) => b.batchId);
+      const expected = (keep: (b: Batch) => boolean) => asc.filter(keep).map((b) => b.batchId);
+      expect(await ids({ pointType: "PHASE2_GOLD" })).toEqual(expected((b) => b.pointType === "PHASE2_GOLD"));
+      expect(await ids({ status: "CANCELLED" })).toEqual(expected((b) => b.status === "CANCELLED"));
+      expect(await ids({ status: "FINALIZED" })).toEqual([]);
+      expect(await ids({ status: "PENDING", pointType: "PHASE2_POINTS" })).toEqual(
+        expected((b) => b.status === "PENDING" && b.pointType === "PHASE2_POINTS"),
+      );
+      expect(await ids({ createdAfterMs: now + 1000 })).toEqual(expected((b) => b.createdAtMs > now + 1000));
+      expect(await ids({ createdBeforeMs: now + 3000 })).toEqual(expected((b) => b.createdAtMs < now + 3000));
+      expect(await ids({ createdAfterMs: now + 1000, createdBeforeMs: now + 4000 })).toEqual(
+        expected((b) => b.createdAtMs > now + 1000 && b.createdAtMs < now + 4000),
+      );
+      expect(await ids({ createdAfterMs: now + 3000, createdBeforeMs: now + 3001 })).toEqual([]);
+    });
+
+    it("pages with limit and `after`, visiting each batch exactly once in either order", async () => {
+      const { contract, asc } = await tenBatches();
+      const ascIds = asc.map((b) => b.batchId);
+      for (const limit of [1, 2, 3, 4, 10, 11]) {
+        expect(await pageThrough(contract, { sort: "ASC", limit })).toEqual(ascIds);
+        expect(await pageThrough(contract, { sort: "DESC", limit })).toEqual([...ascIds].reverse());
+      }
+      const pending = asc.filter((b) => b.status === "PENDING").map((b) => b.batchId);
+      expect(await pageThrough(contract, { sort: "DESC", limit: 2, status: "PENDING" })).toEqual([...pending].reverse());
+      const first = await store.listBatches(contract, { sort: "ASC", limit: 3 });
+      expect(first.batches.map((b) => b.batchId)).toEqual(ascIds.slice(0, 3));
+      expect(first.next).not.toBeNull();
+    });
+  });
+}
+
+function cancelTests({ store, freshWindow }: Fixture): void {
+  describe("cancelBatch", () => {
+    async function pendingBatch(): Promise<{ contract: AddressKey; batch: Batch; now: number }> {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const batch = await submitAccepted(store, batchOf(contract, [[randomAddress(), "4"]], now, { secondsToFinalize: 60 }));
+      return { contract, batch, now };
+    }
+
+    it("cancels a PENDING batch before finalizeAt and releases its reservation", async () => {
+      const { contract, batch, now } = await pendingBatch();
+      const cancelAtMs = batch.finalizeAtMs - 1;
+      const result = await store.cancelBatch(contract, batch.batchId, cancelAtMs);
+      expect(result).toEqual({
+        kind: "cancelled",
+        changed: true,
+        batch: { ...batch, status: "CANCELLED", updatedAtMs: cancelAtMs, cancelledAtMs: cancelAtMs },
+      });
+      expect(await balanceOf(store, contract)).toEqual(balance("10", "0", "0", "0"));
+      expect(await statusOf(store, contract, batch.batchId)).toBe("CANCELLED");
+      // A cancelled batch is never finalized.
+      expect(await store.finalizeDue(batch.finalizeAtMs + 1, 100)).toEqual([]);
+      expect(now).toBeLessThan(cancelAtMs);
+    });
+
+    it("answers a repeated cancel with changed: false and changes nothing", async () => {
+      const { contract, batch, now } = await pendingBatch();
+      const first = await store.cancelBatch(contract, batch.batchId, now + 10);
+      const again = await store.cancelBatch(contract, batch.batchId, now + 20);
+      expect(again).toEqual({ kind: "cancelled", changed: false, batch: first.kind === "cancelled" ? first.batch : null });
+      // Even after finalizeAt a CANCELLED batch stays a no-op success.
+      expect(await store.cancelBatch(contract, batch.batchId, batch.finalizeAtMs + 5)).toMatchObject({ kind: "cancelled", changed: false });
+      expect(await balanceOf(store, contract)).toEqual(balance("10", "0", "0", "0"));
+    });
+
+    it("refuses at and after finalizeAt, leaving the batch PENDING", async () => {
+      const { contract, batch } = await pendingBatch();
+      for (const nowMs of [batch.finalizeAtMs, batch.finalizeAtMs + 1]) {
+        expect(await store.cancelBatch(contract, batch.batchId, nowMs)).toEqual({ kind: "not_cancellable", batch });
+      }
+      expect(await balanceOf(store, contract)).toEqual(balance("10", "0", "0", "4"));
+    });
+
+    it("refuses a FINALIZED batch", async () => {
+      const { contract, batch } = await pendingBatch();
+      expect(await store.finalizeDue(batch.finalizeAtMs, 100)).toHaveLength(1);
+      const result = await store.cancelBatch(contract, batch.batchId, batch.createdAtMs + 1);
+      expect(result).toMatchObject({ kind: "not_cancellable", batch: { batchId: batch.batchId, status: "FINALIZED" } });
+      expect(await balanceOf(store, contract)).toEqual(balance("10", "0", "4", "0"));
+    });
+
+    it("answers not_found for an unknown batch or another contract's batch", async () => {
+      const { batch, now } = await pendingBatch();
+      expect(await store.cancelBatch(randomAddress(), batch.batchId, now)).toEqual({ kind: "not_found" });
+      expect(await store.cancelBatch(batch.contract, randomId("missing"), now)).toEqual({ kind: "not_found" });
+    });
+  });
+}
+
+function finalizeTests({ store, freshWindow }: Fixture): void {
+  describe("finalizeDue and nextFinalizeAtMs", () => {
+    /** Three batches whose finalizeAt order (b, c, a) differs from their submission order (a, b, c). */
+    async function threeBatches() {
+      const now = await freshWindow();
+      const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_POINTS", "100", now);
+      const a = await submitAccepted(store, batchOf(contract, [[alice, "1"], [bob, "0.5"]], now, { secondsToFinalize: 300 }));
+      const b = await submitAccepted(store, batchOf(contract, [[alice, "2"]], now + 1, { secondsToFinalize: 100 }));
+      const c = await submitAccepted(store, batchOf(contract, [[bob, "4.000000000001"]], now + 2, { secondsToFinalize: 200 }));
+      return { now, contract, alice, bob, a, b, c };
+    }
+
+    it("finalizes only due batches, oldest finalizeAt first, moving the points once", async () => {
+      const { contract, alice, bob, a, b, c } = await threeBatches();
+      expect(await store.nextFinalizeAtMs()).toBe(b.finalizeAtMs);
+      expect(await store.finalizeDue(b.finalizeAtMs - 1, 100)).toEqual([]);
+      const due = await store.finalizeDue(c.finalizeAtMs, 100);
+      expect(due).toEqual([b, c].map((x) => ({
+        contract,
+        batchId: x.batchId,
+        transferCount: x.transferCount,
+        finalizeAtMs: x.finalizeAtMs,
+        finalizedAtMs: c.finalizeAtMs,
+      })));
+      expect(await store.getBatch(contract, b.batchId)).toMatchObject({
+        status: "FINALIZED",
+        finalizedAtMs: c.finalizeAtMs,
+        updatedAtMs: c.finalizeAtMs,
+        cancelledAtMs: null,
+      });
+      expect(await statusOf(store, contract, a.batchId)).toBe("PENDING");
+      expect(await store.nextFinalizeAtMs()).toBe(a.finalizeAtMs);
+      expect(await balanceOf(store, contract)).toEqual(balance("100", "0", "6.000000000001", "1.5"));
+      expect(await balanceOf(store, alice)).toEqual(balance("0", "2", "0", "0"));
+      expect(await balanceOf(store, bob)).toEqual(balance("0", "4.000000000001", "0", "0"));
+    });
+
+    it("finalizes each batch exactly once even when called again", async () => {
+      const { contract, alice, bob, a, b, c } = await threeBatches();
+      const first = await store.finalizeDue(a.finalizeAtMs + 10, 100);
+      expect(first.map((x) => x.batchId)).toEqual([b, c, a].map((x) => x.batchId));
+      expect(await store.finalizeDue(a.finalizeAtMs + 10, 100)).toEqual([]);
+      expect(await store.finalizeDue(a.finalizeAtMs + 20_000, 100)).toEqual([]);
+      expect(await balanceOf(store, contract)).toEqual(balance("100", "0", "7.500000000001", "0"));
+      expect(await balanceOf(store, alice)).toEqual(balance("0", "3", "0", "0"));
+      expect(await balanceOf(store, bob)).toEqual(balance("0", "4.500000000001", "0", "0"));
+      const next = await store.nextFinalizeAtMs();
+      // Nothing of this window is left pending (a later window may hold an earlier run's leftovers).
+      expect(next === null || next > a.finalizeAtMs + 20_000).toBe(true);
+    });
+
+    it("respects the limit, taking the oldest first", async () => {
+      const { a, b, c } = await threeBatches();
+      const nowMs = a.finalizeAtMs;
+      expect((await store.finalizeDue(nowMs, 1)).map((x) => x.batchId)).toEqual([b.batchId]);
+      expect((await store.finalizeDue(nowMs, 1)).map((x) => x.batchId)).toEqual([c.batchId]);
+      expect((await store.finalizeDue(nowMs, 5)).map((x) => x.batchId)).toEqual([a.batchId]);
+    });
+
+    it("skips cancelled batches and lets recipients spend what they received", async () => {
+      const { contract, alice, a, b, c } = await threeBatches();
+      await store.cancelBatch(contract, b.batchId, b.finalizeAtMs - 1);
+      expect(await store.nextFinalizeAtMs()).toBe(c.finalizeAtMs);
+      const done = await store.finalizeDue(a.finalizeAtMs, 100);
+      expect(done.map((x) => x.batchId)).toEqual([c.batchId, a.batchId]);
+      // alice received 1 point and may pass it on: received points count as available.
+      const onward = await submitAccepted(store, batchOf(alice, [[randomAddress(), "1"]], a.finalizeAtMs));
+      expect(await balanceOf(store, alice)).toEqual(balance("0", "1", "0", "1"));
+      expect(await store.submitBatch(batchOf(alice, [[randomAddress(), "0.000000000001"]], a.finalizeAtMs))).toMatchObject({
+        kind: "insufficient",
+      });
+      expect(onward.status).toBe("PENDING");
+    });
+  });
+}
+
+function authTests({ store, freshWindow }: Fixture): void {
+  describe("operators, tokens and challenges", () => {
+    const token = (contract: AddressKey, operator: AddressKey, createdAtMs: number, ttlMs: number) => ({
+      tokenHash: randomBytes(32),
+      contract,
+      operator,
+      createdAtMs,
+      expiresAtMs: createdAtMs + ttlMs,
+    });
+
+    it("registers and changes an operator; a change revokes that contract's tokens only", async () => {
+      const now = await freshWindow();
+      const [contract, otherContract, first, second] = [randomAddress(), randomAddress(), randomAddress(), randomAddress()];
+      expect(await store.getOperator(contract)).toBeNull();
+      await store.setOperator(contract, first, now);
+      await store.setOperator(otherContract, first, now);
+      expect(await store.getOperator(contract)).toBe(first);
+      const kept = token(contract, first, now, 3_600_000);
+      const elsewhere = token(otherContract, first, now, 3_600_000);
+      await store.createToken(kept);
+      await store.createToken(elsewhere);
+      expect(await store.findToken(kept.tokenHash, now + 1)).toEqual({ contract, operator: first, expiresAtMs: kept.expiresAtMs });
+      // Setting the same operator again is not a change.
+      await store.setOperator(contract, first, now + 2);
+      expect(await store.findToken(kept.tokenHash, now + 3)).not.toBeNull();
+      await store.setOperator(contract, second, now + 4);
+      expect(await store.getOperator(contract)).toBe(second);
+      expect(await store.findToken(kept.tokenHash, now + 5)).toBeNull();
+      expect(await store.findToken(elsewhere.tokenHash, now + 5)).toEqual({ contract: otherContract, operator: first, expiresAtMs: elsewhere.expiresAtMs });
+      const fresh = token(contract, second, now + 6, 1000);
+      await store.createToken(fresh);
+      expect(await store.findToken(fresh.tokenHash, now + 7)).toMatchObject({ operator: second });
+      // Changing back does not revive the revoked token.
+      await store.setOperator(contract, first, now + 8);
+      expect(await store.findToken(kept.tokenHash, now + 9)).toBeNull();
+    });
+
+    it("expires tokens at expiresAt and ignores unknown hashes", async () => {
+      const now = await freshWindow();
+      const [contract, operator] = [randomAddress(), randomAddress()];
+      await store.setOperator(contract, operator, now);
+      const grant = token(contract, operator, now, 1000);
+      await store.createToken(grant);
+      expect(await store.findToken(grant.tokenHash, grant.expiresAtMs - 1)).not.toBeNull();
+      expect(await store.findToken(grant.tokenHash, grant.expiresAtMs)).toBeNull();
+      expect(await store.findToken(randomBytes(32), now)).toBeNull();
+    });
+
+    it("consumes a challenge once, and not at or after its expiry", async () => {
+      const now = await freshWindow();
+      const challenge = (ttlMs: number) => ({
+        challengeId: randomId("ch"),
+        contract: randomAddress(),
+        operator: randomAddress(),
+        message: `Sign in to points-ledger\nnonce: ${randomId("n")}`,
+        createdAtMs: now,
+        expiresAtMs: now + ttlMs,
+      });
+      const live = challenge(300_000);
+      const expiring = challenge(1000);
+      await store.createChallenge(live);
+      await store.createChallenge(expiring);
+      expect(await store.consumeChallenge(live.challengeId, live.expiresAtMs - 1)).toEqual(live);
+      expect(await store.consumeChallenge(live.challengeId, now)).toBeNull();
+      expect(await store.consumeChallenge(expiring.challengeId, expiring.expiresAtMs)).toBeNull();
+      expect(await store.consumeChallenge(randomId("missing"), now)).toBeNull();
+    });
+
+    it("purgeExpired deletes expired challenges and tokens and keeps live ones", async () => {
+      const now = await freshWindow();
+      const [contract, operator] = [randomAddress(), randomAddress()];
+      await store.setOperator(contract, operator, now);
+      const [shortToken, longToken] = [token(contract, operator, now, 10), token(contract, operator, now, 60_000)];
+      await store.createToken(shortToken);
+      await store.createToken(longToken);
+      const challenge = (ttlMs: number) => ({
+        challengeId: randomId("ch"),
+        contract,
+        operator,
+        message: "m",
+        createdAtMs: now,
+        expiresAtMs: now + ttlMs,
+      });
+      const [shortChallenge, longChallenge] = [challenge(10), challenge(60_000)];
+      await store.createChallenge(shortChallenge);
+      await store.createChallenge(longChallenge);
+      await store.purgeExpired(now + 10);
+      // Asked about an earlier time, only a deleted row can answer null.
+      expect(await store.findToken(shortToken.tokenHash, now)).toBeNull();
+      expect(await store.consumeChallenge(shortChallenge.challengeId, now)).toBeNull();
+      expect(await store.findToken(longToken.tokenHash, now)).not.toBeNull();
+      expect(await store.consumeChallenge(longChallenge.challengeId, now)).toEqual(longChallenge);
+    });
+  });
+}
+
+function exactAmountTests({ store, freshWindow }: Fixture): void {
+  describe("exact amounts", () => {
+    it("keeps amounts near 10^18 points exact through submit, finalize and spending", async () => {
+      const now = await freshWindow();
+      const [contract, whale, dust] = [randomAddress(), randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_POINTS", "999999999999999999.999999999999", now);
+      const big = await submitAccepted(
+        store,
+        batchOf(contract, [[whale, "999999999999999999.999999999998"], [dust, "0.000000000001"]], now, { secondsToFinalize: 1 }),
+      );
+      expect(big.total).toBe(MAX_POINTS_UNITS - 1n);
+      expect(availableOf(await balanceOf(store, contract))).toBe(0n);
+      expect(await store.finalizeDue(big.finalizeAtMs, 10)).toHaveLength(1);
+      expect(await balanceOf(store, contract)).toEqual(balance("999999999999999999.999999999999", "0", "999999999999999999.999999999999", "0"));
+      expect(formatPoints((await balanceOf(store, whale)).receivedCumulative)).toBe("999999999999999999.999999999998");
+      expect((await balanceOf(store, dust)).receivedCumulative).toBe(1n);
+      // The whale sends everything back; the sender ends with exactly 10^18 - 1 unit available again.
+      const back = await submitAccepted(
+        store,
+        batchOf(whale, [[contract, "999999999999999999.999999999998"]], big.finalizeAtMs, { secondsToFinalize: 1 }),
+      );
+      expect(await store.finalizeDue(back.finalizeAtMs, 10)).toHaveLength(1);
+      const final = await balanceOf(store, contract);
+      expect(final.receivedCumulative).toBe(MAX_POINTS_UNITS - 2n);
+      expect(availableOf(final)).toBe(MAX_POINTS_UNITS - 2n);
+      expect(availableOf(await balanceOf(store, whale))).toBe(0n);
+      expect(await store.verify()).toEqual([]);
+    });
+
+    it("carries fractional units across whole points when a recipient receives twice", async () => {
+      const now = await freshWindow();
+      const [contract, recipient] = [randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_GOLD", "10", now);
+      for (const points of ["0.6", "0.999999999999", "0.400000000001"]) {
+        await submitAccepted(store, batchOf(contract, [[recipient, points]], now, { pointType: "PHASE2_GOLD", secondsToFinalize: 1 }));
+      }
+      expect(await store.finalizeDue(now + 1000, 10)).toHaveLength(3);
+      expect((await balanceOf(store, recipient, "PHASE2_GOLD")).receivedCumulative).toBe(units("2"));
+      expect(await balanceOf(store, contract, "PHASE2_GOLD")).toEqual(balance("10", "0", "2", "0"));
+    });
+  });
+}
+
+function concurrencyTests({ store, freshWindow }: Fixture): void {
+  describe("concurrent calls", () => {
+    it("many concurrent submits never overdraw", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const amounts = Array.from({ length: 24 }, (_, i) => `${(i % 4) + 1}`);
+      const requests = amounts.map((points) => batchOf(contract, [[randomAddress(), points]], now));
+      const results = await Promise.all(requests.map((request) => store.submitBatch(request)));
+      const accepted = requests.filter((_, i) => results[i]!.kind === "accepted");
+      const acceptedTotal = accepted.reduce((sum, r) => sum + r.total, 0n);
+      expect(acceptedTotal).toBeLessThanOrEqual(units("10"));
+      const stored = await balanceOf(store, contract);
+      expect(stored.pendingSent).toBe(acceptedTotal);
+      // Available only fell during the race, so every refused batch exceeds what is left now.
+      for (const [i, result] of results.entries()) {
+        expect(["accepted", "insufficient"]).toContain(result.kind);
+        if (result.kind === "insufficient") expect(requests[i]!.total).toBeGreaterThan(availableOf(stored));
+      }
+      const listed = await store.listBatches(contract, { sort: "ASC", limit: 100 });
+      expect(listed.batches).toHaveLength(accepted.length);
+    });
+
+    it("concurrent submits of one batchId accept it once", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const request = batchOf(contract, [[randomAddress(), "3"]], now);
+      const results = await Promise.all(Array.from({ length: 10 }, () => store.submitBatch(request)));
+      expect(results.filter((r) => r.kind === "accepted")).toHaveLength(1);
+      expect(results.filter((r) => r.kind !== "accepted")).toEqual(
+        Array.from({ length: 9 }, () => ({ kind: "exists", status: "PENDING", matchesRequest: true })),
+      );
+      expect(await balanceOf(store, contract)).toEqual(balance("10", "0", "0", "3"));
+    });
+
+    it("concurrent credits with one creditId credit once", async () => {
+      const now = await freshWindow();
+      const address = randomAddress();
+      const credit = { address, creditId: randomId("c"), pointType: "PHASE2_GOLD" as const, amount: units("2.5"), createdAtMs: now };
+      const results = await Promise.all(Array.from({ length: 10 }, () => store.credit(credit)));
+      expect(results.filter((r) => r.kind === "credited")).toHaveLength(1);
+      expect((await balanceOf(store, address, "PHASE2_GOLD")).earnedCumulative).toBe(units("2.5"));
+    });
+
+    it("concurrent finalizeDue calls finalize each batch exactly once", async () => {
+      const now = await freshWindow();
+      const [contract, recipient] = [randomAddress(), randomAddress()];
+      await fund(store, contract, "PHASE2_POINTS", "100", now);
+      const batches: Batch[] = [];
+      for (let i = 0; i < 8; i++) {
+        batches.push(await submitAccepted(store, batchOf(contract, [[recipient, "1.5"]], now + i, { secondsToFinalize: 10 })));
+      }
+      const runs = await Promise.all(Array.from({ length: 4 }, () => store.finalizeDue(now + 60_000, 100)));
+      const finalizedIds = runs.flat().map((f) => f.batchId);
+      expect([...finalizedIds].sort()).toEqual(batches.map((b) => b.batchId).sort());
+      expect(await balanceOf(store, contract)).toEqual(balance("100", "0", "12", "0"));
+      expect((await balanceOf(store, recipient)).receivedCumulative).toBe(units("12"));
+    });
+
+    it("cancel racing finalization: exactly one wins", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "100", now);
+      for (let i = 0; i < 6; i++) {
+        const batch = await submitAccepted(store, batchOf(contract, [[randomAddress(), "1"]], now + i * 1000, { secondsToFinalize: 1 }));
+        const [cancel, finalized] = await Promise.all([
+          store.cancelBatch(contract, batch.batchId, batch.finalizeAtMs - 1),
+          store.finalizeDue(batch.finalizeAtMs, 10),
+        ]);
+        const cancelWon = cancel.kind === "cancelled" && cancel.changed;
+        const finalizeWon = finalized.some((f) => f.batchId === batch.batchId);
+        expect(cancelWon !== finalizeWon, `cancel ${cancel.kind}, finalized ${finalizeWon}`).toBe(true);
+        expect(await statusOf(store, contract, batch.batchId)).toBe(cancelWon ? "CANCELLED" : "FINALIZED");
+      }
+      const stored = await balanceOf(store, contract);
+      expect(stored.pendingSent).toBe(0n);
+      expect(stored.finalizedSentCumulative).toBeLessThanOrEqual(units("6"));
+      expect(await store.verify()).toEqual([]);
+    });
+  });
+}
