@@ -1,6 +1,7 @@
 import { listBatches, type Operator } from "./client.js";
 import type { Cluster } from "./cluster.js";
 import { batchLoad, getLoad, type LoadResult } from "./load.js";
+import { pacedLoad, type PacedRequest } from "./paced.js";
 import { pollUntil, quantile, sleep } from "./stats.js";
 
 /** The measured phases against running server processes. */
@@ -23,6 +24,29 @@ export interface PhaseContext {
 const SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC = 5_000;
 const FINALIZER_WAIT_SLACK_MS = 60_000;
 const FINALIZED = "points_transfers_finalized_total";
+const ACCEPTED = "points_transfers_accepted_total";
+
+/** A counter once it stops moving (answers to requests in flight have landed); bounded. */
+async function settled(cluster: Cluster, name: string): Promise<number> {
+  let previous = await cluster.metric(name);
+  return pollUntil(
+    `${name} to settle`,
+    async () => {
+      const value = await cluster.metric(name);
+      const stable = value === previous;
+      previous = value;
+      return stable ? value : undefined;
+    },
+    200,
+    Date.now() + FINALIZER_WAIT_SLACK_MS,
+  );
+}
+
+/** The n-th PUT of a paced phase: a new batchId, the bodies in rotation. */
+export function batchRequests(ctx: PhaseContext, prefix: string, bodies: Buffer[]): (n: number) => PacedRequest {
+  const headers = { "content-type": "application/json", authorization: `Bearer ${ctx.token}` };
+  return (n) => ({ method: "PUT", path: `/v1/contracts/${ctx.operator.contract}/batches/${prefix}-${n}`, headers, body: bodies[n % bodies.length]! });
+}
 
 /** A 4xx on a valid, unique, funded batch is a bug in the service or the bench: stop. */
 function requireNoClientErrors(phase: string, result: LoadResult): void {
@@ -34,7 +58,9 @@ function requireNoClientErrors(phase: string, result: LoadResult): void {
 export interface AcceptResult {
   transfersPerSec: number;
   batchesPerSec: number;
-  acceptedTransfers: number;
+  /** Transfers the server stored in this phase (its own counter), all due after the minimum delay. */
+  backlogTransfers: number;
+  startedAtMs: number;
   p50Ms: number;
   p99Ms: number;
   rejected: { "4xx": number; "5xx": number; errors: number };
@@ -46,13 +72,18 @@ export async function acceptPhase(cluster: Cluster, ctx: PhaseContext, warmupSec
   const base = { targets: cluster.urls, token: ctx.token, contract: ctx.operator.contract, connections: ctx.connections };
   ctx.log(`warm-up ${warmupSec}s`);
   requireNoClientErrors("warm-up", await batchLoad({ ...base, bodies: ctx.dueLaterBodies, batchIdPrefix: `${ctx.runTag}-w`, durationSec: warmupSec }));
+  const acceptedBefore = await settled(cluster, ACCEPTED);
   ctx.log(`accept: ${ctx.durationSec}s of full batches, ${ctx.connections} connections`);
+  const startedAtMs = Date.now() - 1;
   const result = await batchLoad({ ...base, bodies: ctx.dueSoonBodies, batchIdPrefix: `${ctx.runTag}-a`, durationSec: ctx.durationSec });
   requireNoClientErrors("accept", result);
+  // Requests still in flight when the load stopped may be stored too: they join the backlog.
+  const acceptedAfter = await settled(cluster, ACCEPTED);
   return {
     transfersPerSec: (result.ok * ctx.transfersPerBatch) / result.durationSec,
     batchesPerSec: result.ok / result.durationSec,
-    acceptedTransfers: result.ok * ctx.transfersPerBatch,
+    backlogTransfers: acceptedAfter - acceptedBefore,
+    startedAtMs,
     p50Ms: quantile(result.latenciesMs, 0.5),
     p99Ms: quantile(result.latenciesMs, 0.99),
     rejected: { "4xx": result.client4xx, "5xx": result.server5xx, errors: result.errors },
@@ -75,35 +106,35 @@ export async function balancePhase(cluster: Cluster, ctx: PhaseContext) {
 }
 
 /**
- * How fast the finalizer drains a backlog of due batches: from the first metrics answer after
- * start-up until the processes' finalized-transfers counters reach the backlog.
+ * How fast the finalizer drains a backlog of due batches. Waits (bounded) until the counters
+ * say the backlog is done, then times it with the server's own clock: each finalizer pass stamps
+ * its batches with the time the pass began, so the transfers of every pass but the last were
+ * finalized between the first stamp and the last. Start-up and polling stay out of the figure.
  */
-export async function drainPhase(cluster: Cluster, ctx: PhaseContext, backlogTransfers: number) {
+export async function drainPhase(cluster: Cluster, ctx: PhaseContext, backlogTransfers: number, acceptStartMs: number) {
   ctx.log(`finalizer drain: ${backlogTransfers} transfers due`);
-  const before = await cluster.metric(FINALIZED);
-  const startMs = performance.now();
-  const deadlineMs = Date.now() + (backlogTransfers / SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC) * 1000 + FINALIZER_WAIT_SLACK_MS;
-  const after = await pollUntil(
+  await pollUntil(
     "the finalizer to drain the backlog",
-    async () => {
-      const value = await cluster.metric(FINALIZED);
-      return value >= backlogTransfers ? value : undefined;
-    },
+    async () => ((await cluster.metric(FINALIZED)) >= backlogTransfers ? true : undefined),
     50,
-    deadlineMs,
+    Date.now() + (backlogTransfers / SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC) * 1000 + FINALIZER_WAIT_SLACK_MS,
   );
-  const elapsedSec = (performance.now() - startMs) / 1000;
-  // The first pass may have run before the first answer; only what followed is timed.
-  const timedTransfers = Math.min(after, backlogTransfers) - before;
+  const batches = await listBatches(cluster.urls[0]!, ctx.token, ctx.operator.contract, "FINALIZED", acceptStartMs);
+  const stamps = batches.filter((batch) => batch.id.startsWith(`${ctx.runTag}-a`)).map((batch) => Date.parse(batch.finalizedAt!));
+  const first = Math.min(...stamps);
+  const last = Math.max(...stamps);
+  const timedBatches = stamps.filter((stamp) => stamp < last).length;
+  const seconds = (last - first) / 1000;
   return {
-    transfersPerSec: timedTransfers > 0 ? timedTransfers / elapsedSec : null,
-    timedTransfers,
-    elapsedSec,
+    transfersPerSec: seconds > 0 ? (timedBatches * ctx.transfersPerBatch) / seconds : null,
+    batches: stamps.length,
+    passes: new Set(stamps).size,
+    seconds,
   };
 }
 
 /**
- * Full batches at half the peak rate while the finalizer works on the batches of this very
+ * Full batches at half the peak rate, evenly paced (see paced.ts), while the finalizer works on the batches of this very
  * phase (they are due after the minimum delay): PUT latency under a steady mixed load, then
  * each batch's finalizedAt − finalizeAt.
  */
@@ -112,15 +143,12 @@ export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBat
   ctx.log(`half rate: ${overallRate.toFixed(1)} batches/s for ${ctx.durationSec}s`);
   const startMs = Date.now() - 1;
   const finalizedBefore = await cluster.metric(FINALIZED);
-  const result = await batchLoad({
+  const result = await pacedLoad({
     targets: cluster.urls,
-    token: ctx.token,
-    contract: ctx.operator.contract,
-    connections: ctx.connections,
-    bodies: ctx.dueSoonBodies,
-    batchIdPrefix: `${ctx.runTag}-h`,
+    ratePerSec: overallRate,
     durationSec: ctx.durationSec,
-    overallRate,
+    maxInFlight: ctx.connections * 4,
+    request: batchRequests(ctx, `${ctx.runTag}-h`, ctx.dueSoonBodies),
   });
   requireNoClientErrors("half rate", result);
   const expected = finalizedBefore + result.ok * ctx.transfersPerBatch;

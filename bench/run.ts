@@ -134,7 +134,7 @@ async function run(options: BenchOptions, dir: string): Promise<number> {
   const start2: Cluster = await startCluster({ processes: options.processes, env: serverEnv(url, adminToken, true, options), nodeArgs: nodeArgsFor(options, "server-finalize"), label: "server-finalize" });
   let drain, half, soak, peakRss2;
   try {
-    drain = await drainPhase(start2, ctx, accept.acceptedTransfers);
+    drain = await drainPhase(start2, ctx, accept.backlogTransfers, accept.startedAtMs);
     half = await halfRatePhase(start2, ctx, accept.batchesPerSec);
     soak = options.soakMinutes > 0 ? await soakPhase(start2, ctx, options.soakMinutes, accept.batchesPerSec) : null;
   } finally {
@@ -165,7 +165,7 @@ async function run(options: BenchOptions, dir: string): Promise<number> {
         schema: round(storage.stages.schema),
         domain: round(storage.stages.domain),
       },
-      drain: { timedTransfers: drain.timedTransfers, seconds: round(drain.elapsedSec, 2) },
+      drain: { batches: drain.batches, passes: drain.passes, seconds: round(drain.seconds, 2) },
       halfRate: { batchesPerSec: round(half.batchesPerSec, 1), p50Ms: round(half.p50Ms, 1), lagP50Ms: round(half.lagP50Ms), lagSamples: half.lagSamples },
       balanceReads: { perSec: round(balances.readsPerSec), p50Ms: round(balances.p50Ms, 2) },
       startupToReadyMs: round(start1.services[0]!.startupToReadyMs),

@@ -1,9 +1,9 @@
-import autocannon from "autocannon";
 import type { Cluster } from "./cluster.js";
-import { batchLoad } from "./load.js";
-import type { PhaseContext } from "./phases.js";
+import { pacedLoad, type PacedRequest } from "./paced.js";
+import type { LoadResult } from "./load.js";
+import { batchRequests, type PhaseContext } from "./phases.js";
 import { metricValue, scrapeMetrics } from "./server-process.js";
-import { round } from "./stats.js";
+import { quantile, round } from "./stats.js";
 
 /** RSS is sampled this often during a soak. */
 const SAMPLE_INTERVAL_MS = 10_000;
@@ -36,55 +36,43 @@ export async function soakPhase(cluster: Cluster, ctx: PhaseContext, minutes: nu
   await sample();
   const timer = setInterval(() => void sample(), SAMPLE_INTERVAL_MS);
   try {
-    const writes = batchLoad({
+    const writes = pacedLoad({
       targets: cluster.urls,
-      token: ctx.token,
-      contract: ctx.operator.contract,
-      connections: ctx.connections,
-      bodies: ctx.dueSoonBodies,
-      batchIdPrefix: `${ctx.runTag}-s`,
+      ratePerSec: Math.max(1, peakBatchesPerSec * SOAK_WRITE_SHARE),
       durationSec,
-      overallRate: Math.max(1, peakBatchesPerSec * SOAK_WRITE_SHARE),
+      maxInFlight: ctx.connections * 4,
+      request: batchRequests(ctx, `${ctx.runTag}-s`, ctx.dueSoonBodies),
     });
-    const reads = readLoad(cluster.urls[0]!, ctx, durationSec);
+    const reads = pacedLoad({ targets: cluster.urls, ratePerSec: SOAK_READS_PER_SEC, durationSec, maxInFlight: 8, request: readRequests(ctx) });
     const [written, read] = await Promise.all([writes, reads]);
     await sample();
-    return summarize(samples, written.ok, read);
+    return summarize(samples, written, read);
   } finally {
     clearInterval(timer);
   }
 }
 
-function readLoad(url: string, ctx: PhaseContext, durationSec: number): Promise<number> {
+/** Balances, one full batch with its 2000 transfers, a page of the listing, in turn. */
+function readRequests(ctx: PhaseContext): (n: number) => PacedRequest {
   const contractPath = `/v1/contracts/${ctx.operator.contract}`;
-  return new Promise((resolve, reject) => {
-    autocannon(
-      {
-        url,
-        connections: 2,
-        duration: durationSec,
-        overallRate: SOAK_READS_PER_SEC,
-        headers: { authorization: `Bearer ${ctx.token}` },
-        requests: [
-          { method: "GET", path: `${contractPath}/point-balances` },
-          { method: "GET", path: `${contractPath}/batches/${ctx.runTag}-a-0-0` },
-          { method: "GET", path: `${contractPath}/batches?limit=100` },
-        ],
-      },
-      (error, result) => (error ? reject(error) : resolve(result["2xx"])),
-    );
-  });
+  const paths = [`${contractPath}/point-balances`, `${contractPath}/batches/${ctx.runTag}-a-0-0`, `${contractPath}/batches?limit=100`];
+  const headers = { authorization: `Bearer ${ctx.token}` };
+  return (n) => ({ method: "GET", path: paths[n % paths.length]!, headers });
 }
 
-function summarize(samples: SoakSample[], batchesWritten: number, readsAnswered: number) {
+function summarize(samples: SoakSample[], writes: LoadResult, reads: LoadResult) {
   // The first sample is taken before any soak load; growth is measured from the first loaded one.
   const loaded = samples.slice(1);
   const first = loaded[0];
   const last = loaded[loaded.length - 1];
   const growth = (a: number | null | undefined, b: number | null | undefined) => (a != null && b != null ? round(b - a, 1) : null);
   return {
-    batchesWritten,
-    readsAnswered,
+    batchesWritten: writes.ok,
+    writeP99Ms: round(quantile(writes.latenciesMs, 0.99), 1),
+    readsAnswered: reads.ok,
+    readP99Ms: round(quantile(reads.latenciesMs, 0.99), 1),
+    failures: writes.non2xx + writes.errors + reads.non2xx + reads.errors,
+    firstFailure: writes.firstFailure ?? reads.firstFailure,
     samples,
     rssGrowthMb: growth(first?.rssMb, last?.rssMb),
     heapGrowthMb: growth(first?.heapUsedMb, last?.heapUsedMb),

@@ -54,6 +54,7 @@ describe("parseAddress", () => {
       fc.property(lowercaseHex40, (hex) => {
         expect(parseAddress(eip55(hex))).toBe(`0x${hex}`);
       }),
+      { numRuns: 1000 },
     );
   });
 
@@ -130,6 +131,7 @@ describe("checksumAddress", () => {
         expect(printed).toBe(eip55(hex));
         expect(parseAddress(printed)).toBe(`0x${hex}`);
       }),
+      { numRuns: 1000 },
     );
   });
 });

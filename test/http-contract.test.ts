@@ -61,8 +61,8 @@ afterEach(async () => {
   await ledger.close();
 });
 
-const batchesUrl = (contract = ledger.contract) => `/v1/contracts/${contract}/batches`;
-const batchUrl = (batchId: string, contract = ledger.contract) => `${batchesUrl(contract)}/${batchId}`;
+const batchesUrl = (contract: string = ledger.contract) => `/v1/contracts/${contract}/batches`;
+const batchUrl = (batchId: string, contract: string = ledger.contract) => `${batchesUrl(contract)}/${batchId}`;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function withToken(request: Omit<TestRequest, "token">): Promise<TestResponse> {
@@ -226,7 +226,7 @@ describe("dapp-auth: challenge and solve", () => {
 });
 
 describe("bearer tokens on contract routes", () => {
-  const balancesOf = (token: string | null, contract = ledger.contract) =>
+  const balancesOf = (token: string | null, contract: string = ledger.contract) =>
     ledger.send({ method: "GET", url: `/v1/contracts/${contract}/point-balances`, token });
 
   it("answers 401 with WWW-Authenticate: Bearer to a missing, malformed or unknown token", async () => {
@@ -476,7 +476,7 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
     {
       name: "several ledger-rule errors at once",
       body: () => {
-        const list = transfers(6);
+        const list: { toAddress: string; points: string }[] = transfers(6);
         list[2] = { toAddress: recipients[0]!.toUpperCase().replace("0X", "0x"), points: "1" };
         list[4] = { toAddress: recipients[4]!, points: "0.001" };
         list[5] = { toAddress: `0x${"0".repeat(40)}`, points: "0.001" };

@@ -8,8 +8,31 @@ import { MAX_POINTS_UNITS, UNITS_PER_POINT } from "../src/domain/points.js";
 import { StoreUnavailableError } from "../src/store/errors.js";
 import type { LedgerStore, SubmitResult } from "../src/store/store.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, withSearchPath, type TestSchema } from "./helpers/postgres.js";
+import { storeContractSuite } from "./store-contract.js";
+
+/**
+ * The PostgreSQL adapter: the shared LedgerStore contract, then what only a shared database can
+ * show (several pools racing, lock waits, lost connections). Each part has a schema of its own,
+ * because the contract suite must be the only caller of finalizeDue on its database.
+ */
 
 if (!DATABASE_URL_TEST) console.warn(SKIP_REASON);
+
+const schemas: TestSchema[] = [];
+afterAll(async () => {
+  await Promise.all(schemas.map((schema) => schema.drop()));
+});
+
+storeContractSuite(
+  "LedgerStore contract on PostgreSQL",
+  async () => {
+    if (!DATABASE_URL_TEST) return null;
+    const schema = await createTestSchema(DATABASE_URL_TEST);
+    schemas.push(schema);
+    return schema.openStore();
+  },
+  { skipMessage: SKIP_REASON },
+);
 
 const POINTS: PointType = "PHASE2_POINTS";
 const T0_MS = 1_700_000_000_000;
@@ -56,19 +79,16 @@ async function finalizeAll(store: LedgerStore, nowMs: number): Promise<string[]>
   }
 }
 
-describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store${DATABASE_URL_TEST ? "" : ` (${SKIP_REASON})`}`, () => {
+describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and failure${DATABASE_URL_TEST ? "" : ` (${SKIP_REASON})`}`, () => {
   let db: TestSchema;
   let store: LedgerStore;
   let other: LedgerStore;
 
   beforeAll(async () => {
     db = await createTestSchema(DATABASE_URL_TEST!);
+    schemas.push(db);
     store = db.openStore();
     other = db.openStore();
-  });
-
-  afterAll(async () => {
-    await db?.drop();
   });
 
   it("migrates once when several processes start at the same time", async () => {

@@ -10,8 +10,8 @@ import { runWorkload } from "./workload.js";
  * Seeded randomized workload on SQLite, each seed on a fresh database file.
  * `SEED=<n> npx vitest run test/workload-sqlite.test.ts` reruns one seed (STEPS=<n> to change its length).
  */
-const DEFAULT_SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
-const DEFAULT_STEPS = 400;
+const DEFAULT_SEEDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const DEFAULT_STEPS = 500;
 
 const seeds = process.env.SEED ? [Number(process.env.SEED)] : DEFAULT_SEEDS;
 const steps = process.env.STEPS ? Number(process.env.STEPS) : DEFAULT_STEPS;

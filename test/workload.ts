@@ -101,20 +101,26 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRep
   const workload = new Workload(options);
   await workload.prepare();
   for (let step = 0; step < options.steps; step++) {
-    const action = workload.chooseAction();
-    try {
-      await workload.perform(action);
+    await withSeedInError(options, step, workload, async () => {
+      await workload.perform(workload.chooseAction());
       await workload.checkAfterStep(step);
-    } catch (error) {
-      const hint = options.rerunHint ?? `SEED=${options.seed}`;
-      const message = error instanceof Error ? error.message : String(error);
-      throw new Error(`workload failed: seed=${options.seed} step=${step} action=${workload.lastDescription} (rerun: ${hint})\n${message}`, {
-        cause: error,
-      });
-    }
+    });
   }
-  await workload.checkListings();
+  await withSeedInError(options, options.steps, workload, () => workload.checkListings());
   return workload.report();
+}
+
+/** Rethrows any failure with the seed, step and action, so it can be rerun exactly. */
+async function withSeedInError(options: WorkloadOptions, step: number, workload: Workload, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (error) {
+    const hint = options.rerunHint ?? `SEED=${options.seed}`;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new Error(`workload failed: seed=${options.seed} step=${step} action=${workload.lastDescription} (rerun: ${hint})\n${message}`, {
+      cause: error,
+    });
+  }
 }
 
 class Workload {
@@ -190,7 +196,8 @@ class Workload {
       credit = this.random.chance(0.5) ? { ...earlier, createdAtMs: this.clock.now() } : { ...earlier, amount: earlier.amount + 1n };
     } else {
       credit = {
-        address: this.random.pick(this.participants),
+        // Mostly senders, so most batches are covered; any participant may be credited.
+        address: this.random.pick(this.random.chance(0.7) ? this.senders : this.participants),
         creditId: this.id("c"),
         pointType: this.random.pick(POINT_TYPES),
         amount: this.creditAmount(),
@@ -309,7 +316,8 @@ class Workload {
   private advance(): void {
     const next = this.modelNextFinalizeAtMs();
     const nowMs = this.clock.now();
-    const byMs = next !== null && next > nowMs && this.random.chance(0.25) ? next - nowMs : this.random.int(0, MAX_ADVANCE_MS);
+    const randomMs = this.random.chance(0.7) ? this.random.int(0, MAX_ADVANCE_MS / 5) : this.random.int(0, MAX_ADVANCE_MS);
+    const byMs = next !== null && next > nowMs && this.random.chance(0.25) ? next - nowMs : randomMs;
     this.lastDescription = `advance ${byMs} ms from ${nowMs}`;
     this.clock.advance(byMs);
   }

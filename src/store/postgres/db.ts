@@ -94,8 +94,17 @@ export function toStoreError(error: unknown): unknown {
   return error;
 }
 
-/** Runs `work` and rethrows its failure as a store error (see toStoreError). */
-export async function guard<T>(work: () => Promise<T>): Promise<T> {
+/**
+ * Callers allowed to wait for a connection, per pooled connection. Past that the store answers
+ * "unavailable" at once instead of queueing without bound while the database falls behind.
+ */
+const MAX_WAITING_PER_CONNECTION = 16;
+
+/** Runs `work` unless too many callers already wait for `pool`; rethrows failures as store errors (see toStoreError). */
+export async function guard<T>(pool: PgPool, work: () => Promise<T>): Promise<T> {
+  if (pool.waitingCount >= (pool.options.max ?? 10) * MAX_WAITING_PER_CONNECTION) {
+    throw new StoreUnavailableError("too many requests are waiting for a database connection", RETRY_AFTER_SECONDS);
+  }
   try {
     return await work();
   } catch (error) {

@@ -29,36 +29,39 @@ export type { PostgresOptions } from "./db.js";
  */
 export function createPostgresStore(options: PostgresOptions): LedgerStore {
   const pool = createPool(options);
+  const run = <T>(work: () => Promise<T>) => guard(pool, work);
+  let closing: Promise<void> | null = null;
   return {
     kind: "postgres",
-    migrate: () => guard(() => migrate(pool)),
-    ping: () => guard(async () => void (await pool.query("SELECT 1"))),
-    close: () => pool.end(),
-    getOperator: (contract) => guard(() => readOperator(pool, contract)),
+    migrate: () => run(() => migrate(pool)),
+    ping: () => run(async () => void (await pool.query("SELECT 1"))),
+    // Idempotent, like the SQLite adapter's: shutdown paths may close the store more than once.
+    close: () => (closing ??= pool.end()),
+    getOperator: (contract) => run(() => readOperator(pool, contract)),
     setOperator: (contract, operator, nowMs) =>
-      guard(() => transaction(pool, (client) => writeOperator(client, contract, operator, nowMs))),
+      run(() => transaction(pool, (client) => writeOperator(client, contract, operator, nowMs))),
     credit: (credit) =>
-      guard(() => transaction(pool, (client) => applyCredit(client, credit), { commitIf: (result) => result.kind === "credited" })),
-    getBalances: (address) => guard(() => readBalances(pool, address)),
+      run(() => transaction(pool, (client) => applyCredit(client, credit), { commitIf: (result) => result.kind === "credited" })),
+    getBalances: (address) => run(() => readBalances(pool, address)),
     submitBatch: (batch) =>
-      guard(() => transaction(pool, (client) => submit(client, batch), { commitIf: (result) => result.kind === "accepted" })),
+      run(() => transaction(pool, (client) => submit(client, batch), { commitIf: (result) => result.kind === "accepted" })),
     getBatch: (contract, batchId) =>
-      guard(async () => {
+      run(async () => {
         // Transfers are written with their batch row and never change, so two reads agree.
         const row = await findBatchRow(pool, contract, batchId);
         return row ? withTransfers(pool, row) : null;
       }),
-    listBatches: (contract, query) => guard(() => listBatches(pool, contract, query)),
-    cancelBatch: (contract, batchId, nowMs) => guard(() => transaction(pool, (client) => cancel(client, contract, batchId, nowMs))),
-    finalizeDue: (nowMs, limit) => guard(() => finalizeDue(pool, nowMs, limit)),
-    nextFinalizeAtMs: () => guard(() => nextFinalizeAtMs(pool)),
-    createChallenge: (challenge) => guard(() => insertChallenge(pool, challenge)),
-    consumeChallenge: (challengeId, nowMs) => guard(() => takeChallenge(pool, challengeId, nowMs)),
-    createToken: (token) => guard(() => insertToken(pool, token)),
-    findToken: (tokenHash, nowMs) => guard(() => lookupToken(pool, tokenHash, nowMs)),
-    purgeExpired: (nowMs) => guard(() => deleteExpired(pool, nowMs)),
+    listBatches: (contract, query) => run(() => listBatches(pool, contract, query)),
+    cancelBatch: (contract, batchId, nowMs) => run(() => transaction(pool, (client) => cancel(client, contract, batchId, nowMs))),
+    finalizeDue: (nowMs, limit) => run(() => finalizeDue(pool, nowMs, limit)),
+    nextFinalizeAtMs: () => run(() => nextFinalizeAtMs(pool)),
+    createChallenge: (challenge) => run(() => insertChallenge(pool, challenge)),
+    consumeChallenge: (challengeId, nowMs) => run(() => takeChallenge(pool, challengeId, nowMs)),
+    createToken: (token) => run(() => insertToken(pool, token)),
+    findToken: (tokenHash, nowMs) => run(() => lookupToken(pool, tokenHash, nowMs)),
+    purgeExpired: (nowMs) => run(() => deleteExpired(pool, nowMs)),
     verify: () =>
-      guard(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
+      run(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
   };
 }
 
