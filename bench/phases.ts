@@ -25,6 +25,7 @@ const SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC = 5_000;
 const FINALIZER_WAIT_SLACK_MS = 60_000;
 const FINALIZED = "points_transfers_finalized_total";
 const ACCEPTED = "points_transfers_accepted_total";
+const SETTLE_INTERVAL_MS = 200;
 
 /** A counter once it stops moving (answers to requests in flight have landed); bounded. */
 async function settled(cluster: Cluster, name: string): Promise<number> {
@@ -32,12 +33,13 @@ async function settled(cluster: Cluster, name: string): Promise<number> {
   return pollUntil(
     `${name} to settle`,
     async () => {
+      await sleep(SETTLE_INTERVAL_MS);
       const value = await cluster.metric(name);
       const stable = value === previous;
       previous = value;
       return stable ? value : undefined;
     },
-    200,
+    0,
     Date.now() + FINALIZER_WAIT_SLACK_MS,
   );
 }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERROR_STATUS } from "../src/domain/errors.js";
 import { decodeCursor } from "../src/http/cursor.js";
 import {
+  breakChecksum,
   ledgerSnapshot,
   listen,
   parseRawResponse,
@@ -26,7 +27,8 @@ import {
 } from "./helpers/http.js";
 
 const SEED = Number(process.env.HOSTILE_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const RUNS_PER_PROPERTY = 60;
+/** Generated requests per property; raise with HOSTILE_RUNS for a longer hunt. */
+const RUNS_PER_PROPERTY = Number(process.env.HOSTILE_RUNS ?? 60);
 const ZERO_ADDRESS = `0x${"0".repeat(40)}`;
 
 let ledger: TestLedger;
@@ -90,8 +92,6 @@ function withTransfer(label: string, transfer: unknown): Hostile {
 function handcraftedBodies(): Hostile[] {
   const nested = (depth: number, open: string, close: string, inner = "1") => open.repeat(depth) + inner + close.repeat(depth);
   const tooMany = recipientAddresses(2001).map((toAddress) => ({ toAddress, points: "0.01" }));
-  const mixed = getAddress(randomAddress());
-  const flipped = mixed.replace(/[a-f]/, (c) => c.toUpperCase());
   return [
     // Wrong types.
     ...[1, true, null, [], {}, "PHASE2", "phase2_points", ""].map((pointType) => putBody(`pointType ${JSON.stringify(pointType)}`, { ...validBody(), pointType })),
@@ -109,7 +109,7 @@ function handcraftedBodies(): Hostile[] {
     ),
     putBody("GOLD below its minimum", { pointType: "PHASE2_GOLD", transfers: [{ toAddress: recipients[0], points: "0.0000009" }] }),
     // Addresses.
-    withTransfer("bad checksum", { toAddress: flipped === mixed ? mixed.replace(/[A-F]/, (c) => c.toLowerCase()) : flipped, points: "1" }),
+    withTransfer("bad checksum", { toAddress: breakChecksum(randomAddress()), points: "1" }),
     withTransfer("0X prefix", { toAddress: `0X${recipients[3]!.slice(2)}`, points: "1" }),
     withTransfer("41 hex digits", { toAddress: `${recipients[3]}0`, points: "1" }),
     withTransfer("non-hex", { toAddress: `0x${"g".repeat(40)}`, points: "1" }),
@@ -180,7 +180,7 @@ function handcraftedUrls(): Hostile[] {
   const contract = `/v1/contracts/${ledger.contract}`;
   const get = (label: string, url: string, token: string | null = ledger.token): Hostile => ({ label, request: () => ({ method: "GET", url, token }) });
   const del = (label: string, url: string): Hostile => ({ label, request: () => ({ method: "DELETE", url, token: ledger.token }) });
-  const manyParams = Array.from({ length: 3000 }, (_, i) => `p${i}=1`).join("&");
+  const manyParams = Array.from({ length: 1500 }, (_, i) => `p${i}=1`).join("&");
   return [
     ...["%C3%A9", "%F0%9F%92%A5", "%E2%80%AE", "%E2%80%8B", "%00", "%0A", "caf%C3%A9-1", "%2E%2E%2F%2E%2E", "a%2Fb", "%25", "%20", "x".repeat(65), "%FF%FE", "%C0%AF"].flatMap((id) => [
       get(`GET batchId ${id.slice(0, 20)}`, `${contract}/batches/${id}`),
@@ -194,7 +194,7 @@ function handcraftedUrls(): Hostile[] {
     get("a 600-character contract", `/v1/contracts/0x${"a".repeat(598)}/batches`),
     get("a 5000-character batchId", `${contract}/batches/${"b".repeat(5000)}`),
     get("a contract of 39 digits", `/v1/contracts/${ledger.contract.slice(0, 41)}/batches`),
-    get("a bad-checksum contract", `/v1/contracts/${ledger.contract.replace(/[a-f]/, (c) => c.toUpperCase()).replace(/[A-F]/, (c) => c.toLowerCase())}/point-balances`),
+    get("a bad-checksum contract", `/v1/contracts/${breakChecksum(ledger.contract)}/point-balances`),
     get("unknown route", "/v1/contracts"),
     get("double slashes", `//v1//contracts//${ledger.contract}//batches`),
     get("dot segments", `/v1/contracts/${ledger.contract}/../../parameters/x`),
@@ -230,7 +230,6 @@ function handcraftedUrls(): Hostile[] {
       `x=${"y".repeat(14_000)}`,
       `x=${"y".repeat(40_000)}`,
     ].map((query) => get(`query ${query.slice(0, 40)}`, `${contract}/batches?${query}`)),
-    get("query on balances", `${contract}/point-balances?unexpected=1`),
     get("no token, absurd query", `${contract}/batches?${manyParams}`, null),
   ];
 }
@@ -381,7 +380,7 @@ describe("hostile input over a real socket", () => {
       fc.constant({}),
     );
     const badPointType = fc.oneof(anyString.filter((s) => s !== "PHASE2_POINTS" && s !== "PHASE2_GOLD"), nonString);
-    const extraKey = fc.string({ minLength: 1, maxLength: 20 }).filter((k) => !["pointType", "transfers", "secondsToFinalize"].includes(k));
+    const extraKey = fc.string({ minLength: 1, maxLength: 20 }).filter((k) => !["pointType", "transfers", "secondsToFinalize", "toAddress", "points"].includes(k));
 
     /** A valid body with exactly one poisoned part; each mutation alone must make it invalid. */
     const poisonedBody = fc
@@ -496,7 +495,7 @@ describe("hostile input over a real socket", () => {
         fc.tuple(fc.constant("cursor"), fc.string({ unit: "binary", maxLength: 200 }).filter((s) => !isCursor(s))),
       );
       await check(
-        fc.array(badPair, { minLength: 1, maxLength: 30 }).map((pairs): TestRequest => ({
+        fc.array(badPair, { minLength: 1, maxLength: 10 }).map((pairs): TestRequest => ({
           method: "GET",
           url: `/v1/contracts/${ledger.contract}/batches?${pairs.map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`).join("&")}`,
           token: ledger.token,
@@ -529,7 +528,10 @@ describe("hostile input over a real socket", () => {
 
     it("random paths under /v1", async () => {
       await check(
-        fc.array(fc.string({ unit: "binary", minLength: 1, maxLength: 20 }), { minLength: 1, maxLength: 6 }).map((segments): TestRequest => ({
+        fc
+          .array(fc.string({ unit: "binary", minLength: 1, maxLength: 20 }), { minLength: 1, maxLength: 6 })
+          .filter((segments) => segments.join("/") !== "parameters")
+          .map((segments): TestRequest => ({
           method: "GET",
           url: `/v1/${segments.map(percentEncode).join("/")}`,
           token: ledger.token,

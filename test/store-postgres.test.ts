@@ -333,6 +333,32 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
     expect((await store.getBalances(account)).PHASE2_POINTS.earnedCumulative).toBe(points(1));
   });
 
+  it("refuses at once, as unavailable, when too many callers wait for a connection", async () => {
+    const name = `${db.schema}_queue`;
+    const narrow = db.openStore({ poolSize: 1, connectionString: withSearchPath(DATABASE_URL_TEST!, db.schema, name) });
+    const sender = randomAddress();
+    await credit(store, sender, points(5));
+    const holder = new pg.Client({ connectionString: db.connectionString });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM accounts WHERE address = $1 FOR UPDATE", [sender]);
+      // The pool's only connection now waits on the row lock.
+      const blocked = narrow.submitBatch(newBatch(sender, [{ to: randomAddress(), amount: points(1) }]));
+      const deadline = Date.now() + 10_000;
+      while ((await db.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [name])).length === 0) {
+        expect(Date.now()).toBeLessThan(deadline);
+      }
+      const waiting = Array.from({ length: 16 }, () => narrow.getBalances(sender));
+      await expect(narrow.getBalances(sender)).rejects.toThrow(/too many requests are waiting/);
+      await holder.query("ROLLBACK");
+      expect((await blocked).kind).toBe("accepted");
+      for (const balances of await Promise.all(waiting)) expect(balances.PHASE2_POINTS.earnedCumulative).toBe(points(5));
+    } finally {
+      await holder.end();
+    }
+  });
+
   it("answers StoreUnavailableError when the database cannot be reached", async () => {
     const url = new URL(DATABASE_URL_TEST!);
     url.port = "1";

@@ -10,6 +10,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
+import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { expect } from "vitest";
 import { systemClock, type Clock } from "../../src/clock.js";
@@ -236,6 +237,19 @@ export function newAccount(): PrivateKeyAccount {
 /** A fresh checksummed address nobody holds the key of. */
 export function randomAddress(): Hex {
   return newAccount().address;
+}
+
+/** The address in mixed case with one letter's case flipped: a wrong EIP-55 checksum, still 0x + 40 hex. */
+export function breakChecksum(address: string): string {
+  const checksummed = getAddress(address.toLowerCase());
+  for (let i = 2; i < checksummed.length; i++) {
+    const c = checksummed[i]!;
+    if (!/[a-fA-F]/.test(c)) continue;
+    const flipped = checksummed.slice(0, i) + (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) + checksummed.slice(i + 1);
+    // All-lowercase or all-uppercase spellings carry no checksum, so keep the result mixed case.
+    if (/[a-f]/.test(flipped.slice(2)) && /[A-F]/.test(flipped.slice(2))) return flipped;
+  }
+  throw new Error(`${address} has too few letters to carry a checksum`);
 }
 
 export async function registerOperator(send: Send, adminToken: string, contract: string, operatorAddress: string): Promise<void> {

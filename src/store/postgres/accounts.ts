@@ -15,6 +15,9 @@ const ZERO_BALANCE: Balance = {
 /** available = earned + received − finalizedSent − pending, as SQL over an account row `a`. */
 export const AVAILABLE_SQL = "(a.earned_units + a.received_units - a.finalized_sent_units - a.pending_units)";
 
+/** Named columns rather than `*`, so a later migration cannot change a prepared statement's result. */
+const BALANCE_COLUMNS = "point_type, earned_units, received_units, finalized_sent_units, pending_units";
+
 interface AccountRow {
   point_type: PointType;
   earned_units: string;
@@ -35,7 +38,7 @@ export function toBalance(row: AccountRow): Balance {
 export async function readBalance(db: Queryable, address: AddressKey, pointType: PointType): Promise<Balance> {
   const { rows } = await db.query<AccountRow>({
     name: "pl-read-balance",
-    text: "SELECT * FROM accounts WHERE address = $1 AND point_type = $2",
+    text: `SELECT ${BALANCE_COLUMNS} FROM accounts WHERE address = $1 AND point_type = $2`,
     values: [address, pointType],
   });
   return rows[0] ? toBalance(rows[0]) : ZERO_BALANCE;
@@ -45,7 +48,7 @@ export async function readBalances(db: Queryable, address: AddressKey): Promise<
   const balances = { PHASE2_POINTS: ZERO_BALANCE, PHASE2_GOLD: ZERO_BALANCE };
   const { rows } = await db.query<AccountRow>({
     name: "pl-read-balances",
-    text: "SELECT * FROM accounts WHERE address = $1",
+    text: `SELECT ${BALANCE_COLUMNS} FROM accounts WHERE address = $1`,
     values: [address],
   });
   for (const row of rows) balances[row.point_type] = toBalance(row);

@@ -19,6 +19,13 @@ export interface BatchRow {
   cancelled_at_ms: string | null;
 }
 
+/**
+ * Named columns rather than `*`: a prepared statement keeps its result shape, so a later migration
+ * that adds a column must not break the statements of processes already running.
+ */
+const BATCH_COLUMNS = `seq, contract, batch_id, point_type, status, total_units, transfer_count, seconds_to_finalize,
+  created_at_ms, finalize_at_ms, updated_at_ms, finalized_at_ms, cancelled_at_ms`;
+
 export function toBatch(row: BatchRow): Batch {
   return {
     contract: row.contract as AddressKey,
@@ -39,7 +46,7 @@ export function toBatch(row: BatchRow): Batch {
 export async function findBatchRow(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchRow | undefined> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-find-batch",
-    text: "SELECT * FROM batches WHERE contract = $1 AND batch_id = $2",
+    text: `SELECT ${BATCH_COLUMNS} FROM batches WHERE contract = $1 AND batch_id = $2`,
     values: [contract, batchId],
   });
   return rows[0];
@@ -49,7 +56,7 @@ export async function findBatchRow(db: Queryable, contract: AddressKey, batchId:
 export async function lockBatchRow(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchRow | undefined> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-lock-batch",
-    text: "SELECT * FROM batches WHERE contract = $1 AND batch_id = $2 FOR UPDATE",
+    text: `SELECT ${BATCH_COLUMNS} FROM batches WHERE contract = $1 AND batch_id = $2 FOR UPDATE`,
     values: [contract, batchId],
   });
   return rows[0];
@@ -82,7 +89,7 @@ export async function insertBatch(db: Queryable, batch: NewBatch): Promise<Batch
              seconds_to_finalize, created_at_ms, finalize_at_ms)
            VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8)
            ON CONFLICT (contract, batch_id) DO NOTHING
-           RETURNING *`,
+           RETURNING ${BATCH_COLUMNS}`,
     values: [
       batch.contract,
       batch.batchId,
@@ -127,7 +134,7 @@ export async function setStatus(
   const { rows } = await db.query<BatchRow>({
     name: `pl-set-status-${to}`,
     text: `UPDATE batches SET status = $3, updated_at_ms = $4, ${timeColumn} = $4
-           WHERE seq = $1 AND status = $2 RETURNING *`,
+           WHERE seq = $1 AND status = $2 RETURNING ${BATCH_COLUMNS}`,
     values: [seq, from, to, nowMs],
   });
   return rows[0];
@@ -145,7 +152,7 @@ export async function claimDueBatch(db: Queryable, nowMs: number): Promise<Batch
            WHERE status = 'PENDING' AND seq = (
              SELECT seq FROM batches WHERE status = 'PENDING' AND finalize_at_ms <= $1
              ORDER BY finalize_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-           RETURNING *`,
+           RETURNING ${BATCH_COLUMNS}`,
     values: [nowMs],
   });
   return rows[0];
@@ -167,7 +174,7 @@ export async function listBatches(db: Queryable, contract: AddressKey, query: Ba
   }
   const order = query.sort === "ASC" ? "ASC" : "DESC";
   const { rows } = await db.query<BatchRow>(
-    `SELECT * FROM batches WHERE ${where.join(" AND ")}
+    `SELECT ${BATCH_COLUMNS} FROM batches WHERE ${where.join(" AND ")}
      ORDER BY created_at_ms ${order}, seq ${order} LIMIT ${param(query.limit + 1)}`,
     params,
   );
