@@ -202,7 +202,6 @@ describe("cancel racing finalization", () => {
       }
     }
     expect(cancelled + finalizedIds.size).toBe(batchIds.length);
-    console.log("MIX", cancelled, finalizedIds.size);
 
     const finalizedUnits = BigInt(finalizedIds.size) * 25n * 10n ** 11n;
     expect((await readBalances(send, l.contract, l.token)).PHASE2_POINTS).toEqual({

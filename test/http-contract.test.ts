@@ -479,6 +479,22 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
       },
       paths: ["transfers[2].toAddress", "transfers[4].points", "transfers[5].toAddress", "transfers[5].points"],
     },
+    {
+      name: "schema errors and ledger-rule errors together",
+      body: () => {
+        const list: unknown[] = transfers(4);
+        list[1] = { toAddress: breakChecksum(checksummed), points: "1" };
+        list[2] = { toAddress: recipients[0]!.toUpperCase().replace("0X", "0x"), points: "0.001" };
+        list[3] = { toAddress: `0x${"0".repeat(40)}`, points: "abc" };
+        return { pointType: "PHASE2_POINTS", transfers: list, memo: "x" };
+      },
+      paths: ["memo", "transfers[1].toAddress", "transfers[2].toAddress", "transfers[2].points", "transfers[3].toAddress", "transfers[3].points"],
+    },
+    {
+      name: "a ledger-rule error beside an invalid pointType",
+      body: () => ({ pointType: "constructor", transfers: [{ toAddress: ledger.contract, points: "1" }] }),
+      paths: ["pointType", "transfers[0].toAddress"],
+    },
     { name: "a JSON array", body: () => "[]", paths: ["(body)"] },
     { name: "JSON null", body: () => "null", paths: ["(body)"] },
     { name: "a JSON string", body: () => '"PHASE2_POINTS"', paths: ["(body)"] },
@@ -1062,6 +1078,15 @@ describe("operations", () => {
     const response = await ledger.send({ method: "GET", url: "/readyz" });
     expectError(response, 503, "UNAVAILABLE");
     expect(Number(response.headers["retry-after"])).toBeGreaterThan(0);
+    expect((await ledger.send({ method: "GET", url: "/healthz" })).status).toBe(200);
+  });
+
+  it("answers 500 INTERNAL without internals when a store call fails unexpectedly", async () => {
+    // A closed SQLite handle throws a plain TypeError: not a known transient database state.
+    await ledger.store.close();
+    const response = await ledger.send({ method: "GET", url: `/v1/contracts/${ledger.contract}/point-balances`, token: ledger.token });
+    expect(expectError(response, 500, "INTERNAL").message).toBe("internal error");
+    expect(response.text).not.toMatch(/database|sqlite|TypeError|\n\s+at /i);
     expect((await ledger.send({ method: "GET", url: "/healthz" })).status).toBe(200);
   });
 

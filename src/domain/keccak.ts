@@ -132,14 +132,14 @@ function permute(s: Int32Array): void {
 }
 
 /**
- * Hashes the character codes of `text` (each must be < 256, e.g. ASCII hex) and returns the
- * shared state; read the digest with `digestByte` before the next call.
+ * Hashes the character codes of `text` from `start` on (each must be < 256, e.g. ASCII hex) and
+ * returns the shared state; read the digest with `digestByte` before the next call.
  */
-export function keccakAsciiInPlace(text: string): Int32Array {
-  const length = text.length;
-  if (length >= RATE_BYTES) throw new RangeError("keccakAsciiInPlace takes inputs shorter than one block");
+export function keccakAsciiInPlace(text: string, start = 0): Int32Array {
+  const length = text.length - start;
+  if (length < 0 || length >= RATE_BYTES) throw new RangeError("keccakAsciiInPlace takes inputs shorter than one block");
   state.fill(0);
-  for (let k = 0; k < length; k++) state[k >> 2]! |= text.charCodeAt(k) << ((k & 3) << 3);
+  for (let k = 0; k < length; k++) state[k >> 2]! |= text.charCodeAt(start + k) << ((k & 3) << 3);
   state[length >> 2]! ^= 0x01 << ((length & 3) << 3);
   state[(RATE_BYTES - 1) >> 2]! ^= 0x80 << (((RATE_BYTES - 1) & 3) << 3);
   permute(state);

@@ -19,6 +19,10 @@ export interface BatchRules {
  * Checks what a JSON schema cannot: checksums, exact points, minimum sizes, recipients that are
  * not the contract, not the zero address and not repeated. Collects every offending field, then
  * throws one VALIDATION_FAILED, or returns the batch ready for the store.
+ *
+ * `schemaErrors` are the request schema's findings when the route let an invalid body through
+ * (attachValidation): the body may then be any JSON, so only its well-typed parts are checked,
+ * and the answer names schema and ledger-rule offences together, one entry per field.
  */
 export function toNewBatch(
   contract: AddressKey,
@@ -26,14 +30,21 @@ export function toNewBatch(
   body: BatchBody,
   rules: BatchRules,
   nowMs: number,
+  schemaErrors: readonly FieldError[] = [],
 ): NewBatch {
-  const errors: FieldError[] = [];
-  const minimum = rules.minimumTransferUnits[body.pointType];
+  const errors: FieldError[] = [...schemaErrors];
+  const pointType: unknown = body?.pointType;
+  const minimum = typeof pointType === "string" && Object.hasOwn(rules.minimumTransferUnits, pointType)
+    ? rules.minimumTransferUnits[pointType as PointType]
+    : undefined;
+  const items: unknown[] = Array.isArray(body?.transfers) ? body.transfers : [];
   const seen = new Set<string>();
-  const transfers: Transfer[] = new Array(body.transfers.length);
+  const transfers: Transfer[] = new Array(items.length);
   let total = 0n;
-  for (let i = 0; i < body.transfers.length; i++) {
-    const item = body.transfers[i]!;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as { toAddress?: unknown; points?: unknown } | null;
+    // Not an object: the schema has named it already.
+    if (typeof item !== "object" || item === null) continue;
     const toAddress = parseAddress(item.toAddress);
     if (toAddress === null) {
       errors.push({ path: `transfers[${i}].toAddress`, message: "is not a valid address (bad EIP-55 checksum)" });
@@ -46,17 +57,17 @@ export function toNewBatch(
     } else {
       seen.add(toAddress);
     }
-    const amount = parsePoints(item.points);
+    const amount = typeof item.points === "string" ? parsePoints(item.points) : null;
     if (amount === null) {
       errors.push({ path: `transfers[${i}].points`, message: "is not a valid points amount" });
-    } else if (amount < minimum) {
+    } else if (minimum !== undefined && amount < minimum) {
       errors.push({ path: `transfers[${i}].points`, message: `is below the minimum transfer size ${formatPoints(minimum)}` });
     } else {
       total += amount;
     }
     transfers[i] = { toAddress: toAddress ?? ZERO_ADDRESS_KEY, amount: amount ?? 0n };
   }
-  if (errors.length > 0) throw validationFailed(errors);
+  if (errors.length > 0) throw validationFailed(onePerPath(errors));
   return {
     contract,
     batchId,
@@ -66,6 +77,13 @@ export function toNewBatch(
     secondsToFinalize: body.secondsToFinalize ?? rules.defaultFinalizeSeconds,
     createdAtMs: nowMs,
   };
+}
+
+/** Keeps the first error of each path (a schema finding wins over the rule check of the same field). */
+function onePerPath(errors: FieldError[]): FieldError[] {
+  const byPath = new Map<string, FieldError>();
+  for (const error of errors) if (!byPath.has(error.path)) byPath.set(error.path, error);
+  return [...byPath.values()];
 }
 
 /** Parses an address field, or throws VALIDATION_FAILED naming it. */

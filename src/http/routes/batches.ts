@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Static } from "@sinclair/typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
 import type { AddressKey } from "../../domain/address.js";
@@ -8,6 +8,7 @@ import { toNewBatch, type BatchBody } from "../../domain/validate.js";
 import { contractRateLimit, type AppContext } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
 import { batchJson, batchWithTransfersJson } from "../present.js";
+import { fieldErrorsOf } from "../validation.js";
 import {
   BatchParams,
   ContractParams,
@@ -23,8 +24,10 @@ const security = [{ bearer: [] }];
 
 export function batchRoutes(app: FastifyInstance, ctx: AppContext): void {
   const body = batchBodySchema(ctx.config);
-  const submit = async (contract: AddressKey, batchId: string, request: BatchBody) => {
-    const batch = toNewBatch(contract, batchId, request, ctx.config, ctx.clock.now());
+  const submit = async (contract: AddressKey, batchId: string, request: FastifyRequest<{ Body: BatchBody }>) => {
+    // The schema's findings are attached, not thrown, so the ledger-rule checks can add theirs to the same answer.
+    const schemaErrors = request.validationError ? fieldErrorsOf(request.validationError.validation) : [];
+    const batch = toNewBatch(contract, batchId, request.body, ctx.config, ctx.clock.now(), schemaErrors);
     const result = await ctx.store.submitBatch(batch);
     switch (result.kind) {
       case "accepted":
@@ -47,14 +50,14 @@ export function batchRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   app.put<{ Params: Static<typeof BatchParams>; Body: BatchBody }>(
     "/batches/:batchId",
-    { config: contractRateLimit(ctx), schema: { tags, security, params: BatchParams, body, response: responses(Responses.submitted, 400, 401, 403, 409, 413, 415, 422) } },
-    async (request) => submit(request.grant!.contract, request.params.batchId, request.body),
+    { config: contractRateLimit(ctx), attachValidation: true, schema: { tags, security, params: BatchParams, body, response: responses(Responses.submitted, 400, 401, 403, 409, 413, 415, 422) } },
+    async (request) => submit(request.grant!.contract, request.params.batchId, request),
   );
 
   app.post<{ Params: Static<typeof ContractParams>; Body: BatchBody }>(
     "/batches",
-    { config: contractRateLimit(ctx), schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) } },
-    async (request) => submit(request.grant!.contract, randomUUID(), request.body),
+    { config: contractRateLimit(ctx), attachValidation: true, schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) } },
+    async (request) => submit(request.grant!.contract, randomUUID(), request),
   );
 
   app.get<{ Params: Static<typeof ContractParams>; Querystring: Static<typeof ListQuery> }>(
