@@ -135,46 +135,64 @@ export async function drainPhase(cluster: Cluster, ctx: PhaseContext, backlogTra
   };
 }
 
-/**
- * Full batches at half the peak rate, evenly paced (see paced.ts), while the finalizer works on the batches of this very
- * phase (they are due after the minimum delay): PUT latency under a steady mixed load, then
- * each batch's finalizedAt − finalizeAt.
- */
-export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBatchesPerSec: number) {
-  const overallRate = Math.max(1, peakBatchesPerSec / 2);
-  ctx.log(`half rate: ${overallRate.toFixed(1)} batches/s for ${ctx.durationSec}s`);
-  const startMs = Date.now() - 1;
-  const finalizedBefore = await cluster.metric(FINALIZED);
-  const result = await pacedLoad({
+function pacedBatches(cluster: Cluster, ctx: PhaseContext, ratePerSec: number, prefix: string, bodies: Buffer[]) {
+  return pacedLoad({
     targets: cluster.urls,
-    ratePerSec: overallRate,
+    ratePerSec,
     durationSec: ctx.durationSec,
     maxInFlight: ctx.connections * 4,
-    request: batchRequests(ctx, `${ctx.runTag}-h`, ctx.dueSoonBodies),
+    request: batchRequests(ctx, prefix, bodies),
   });
+}
+
+/**
+ * Full batches at half the peak rate, evenly paced (see paced.ts), that wait a day to finalize:
+ * the latency of the request path itself at a load with headroom.
+ */
+export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBatchesPerSec: number) {
+  const rate = Math.max(1, peakBatchesPerSec / 2);
+  ctx.log(`half rate: ${rate.toFixed(1)} batches/s for ${ctx.durationSec}s`);
+  const result = await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-h`, ctx.dueLaterBodies);
   requireNoClientErrors("half rate", result);
+  return { batchesPerSec: result.ok / result.durationSec, p50Ms: quantile(result.latenciesMs, 0.5), p99Ms: quantile(result.latenciesMs, 0.99) };
+}
+
+/**
+ * The steady state of a deployment: batches keep arriving while earlier ones finalize, so the
+ * one process both accepts and finalizes every transfer. Paced at half of what it can sustain
+ * that way (1 / (1/accepted + 1/finalized)), with batches due after the minimum delay; then
+ * each batch's finalizedAt − finalizeAt, and the PUT latency while the finalizer works.
+ */
+export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainableBatchesPerSec: number) {
+  const rate = Math.max(1, sustainableBatchesPerSec / 2);
+  ctx.log(`mixed: ${rate.toFixed(1)} batches/s due after the minimum delay, for ${ctx.durationSec}s`);
+  const startMs = Date.now() - 1;
+  const finalizedBefore = await cluster.metric(FINALIZED);
+  const result = await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-m`, ctx.dueSoonBodies);
+  requireNoClientErrors("mixed", result);
   const expected = finalizedBefore + result.ok * ctx.transfersPerBatch;
   await pollUntil(
-    "the half-rate batches to finalize",
+    "the mixed-phase batches to finalize",
     async () => ((await cluster.metric(FINALIZED)) >= expected ? true : undefined),
     100,
     Date.now() + FINALIZER_WAIT_SLACK_MS,
   );
-  const lagsMs = await finalizationLags(cluster.urls[0]!, ctx, startMs);
+  const lagsMs = await finalizationLags(cluster.urls[0]!, ctx, `${ctx.runTag}-m`, startMs);
   return {
     batchesPerSec: result.ok / result.durationSec,
-    p50Ms: quantile(result.latenciesMs, 0.5),
-    p99Ms: quantile(result.latenciesMs, 0.99),
+    putP50Ms: quantile(result.latenciesMs, 0.5),
+    putP99Ms: quantile(result.latenciesMs, 0.99),
     lagP50Ms: quantile(lagsMs, 0.5),
     lagP99Ms: quantile(lagsMs, 0.99),
+    lagMaxMs: quantile(lagsMs, 1),
     lagSamples: lagsMs.length,
   };
 }
 
-async function finalizationLags(baseUrl: string, ctx: PhaseContext, afterMs: number): Promise<number[]> {
+async function finalizationLags(baseUrl: string, ctx: PhaseContext, prefix: string, afterMs: number): Promise<number[]> {
   const batches = await listBatches(baseUrl, ctx.token, ctx.operator.contract, "FINALIZED", afterMs);
   return batches
-    .filter((batch) => batch.finalizedAt !== null && batch.id.startsWith(`${ctx.runTag}-h`))
+    .filter((batch) => batch.finalizedAt !== null && batch.id.startsWith(prefix))
     .map((batch) => Date.parse(batch.finalizedAt!) - Date.parse(batch.finalizeAt));
 }
 

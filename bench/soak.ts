@@ -30,8 +30,11 @@ export async function soakPhase(cluster: Cluster, ctx: PhaseContext, minutes: nu
   const samples: SoakSample[] = [];
   const startMs = performance.now();
   const sample = async () => {
-    const heap = metricValue(await scrapeMetrics(service), "nodejs_heap_size_used_bytes");
-    samples.push({ tSec: round((performance.now() - startMs) / 1000), rssMb: service.rssMb() && round(service.rssMb()!, 1), heapUsedMb: round(heap / 1048576, 1) });
+    const tSec = round((performance.now() - startMs) / 1000);
+    const rss = service.rssMb();
+    // A scrape that fails (the server is busy past its timeout, or gone) leaves a gap, not a crash.
+    const heap = await scrapeMetrics(service).then((text) => metricValue(text, "nodejs_heap_size_used_bytes"), () => null);
+    samples.push({ tSec, rssMb: rss === null ? null : round(rss, 1), heapUsedMb: heap === null ? null : round(heap / 1048576, 1) });
   };
   await sample();
   const timer = setInterval(() => void sample(), SAMPLE_INTERVAL_MS);
@@ -66,6 +69,14 @@ function summarize(samples: SoakSample[], writes: LoadResult, reads: LoadResult)
   const first = loaded[0];
   const last = loaded[loaded.length - 1];
   const growth = (a: number | null | undefined, b: number | null | undefined) => (a != null && b != null ? round(b - a, 1) : null);
+  // Single samples ride the GC sawtooth; the lowest value of the first and last thirds does not.
+  const third = Math.max(1, Math.floor(loaded.length / 3));
+  const floor = (part: SoakSample[], pick: (s: SoakSample) => number | null) => {
+    const values = part.map(pick).filter((v): v is number => v !== null);
+    return values.length === 0 ? null : Math.min(...values);
+  };
+  const floorGrowth = (pick: (s: SoakSample) => number | null) =>
+    growth(floor(loaded.slice(0, third), pick), floor(loaded.slice(-third), pick));
   return {
     batchesWritten: writes.ok,
     writeP99Ms: round(quantile(writes.latenciesMs, 0.99), 1),
@@ -76,5 +87,7 @@ function summarize(samples: SoakSample[], writes: LoadResult, reads: LoadResult)
     samples,
     rssGrowthMb: growth(first?.rssMb, last?.rssMb),
     heapGrowthMb: growth(first?.heapUsedMb, last?.heapUsedMb),
+    rssFloorGrowthMb: floorGrowth((s) => s.rssMb),
+    heapFloorGrowthMb: floorGrowth((s) => s.heapUsedMb),
   };
 }

@@ -113,6 +113,9 @@ describe("public routes", () => {
     expect(await admin.health()).toBe(true);
     expect(await admin.ready()).toBe(true);
     expect(await admin.metrics()).toMatch(/# TYPE \S+ (counter|histogram)/);
+    const nobody = await startFaultProxy({ target: server.url, decide: () => "reset" });
+    expect(await new PointsAdminClient({ baseUrl: nobody.url, adminToken }).health()).toBe(false);
+    await nobody.close();
   });
 });
 

@@ -6,17 +6,23 @@ import {
   PointsClient,
   PointsInputError,
   PointsNetworkError,
+  PublicClient,
   POINT_TYPES,
   BATCH_STATUSES,
   mergeTransfers,
   minimumUnitsOf,
   parseTransferFile,
+  planBatches,
   type Batch,
   type BatchStatus,
   type LineError,
+  type Parameters,
   type PointType,
+  type SubmitAllSummary,
   type SubmitProgress,
+  type Transfer,
 } from "../client/index.js";
+import { formatPoints } from "../domain/points.js";
 import { parseAddress } from "../domain/address.js";
 import { UsageError } from "./commands.js";
 
@@ -29,7 +35,7 @@ export type ClientCommand = (argv: string[]) => Promise<number>;
 export const CLIENT_USAGE = `
 Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE_KEY):
   submit --contract <addr> --file <transfers.csv|.jsonl> [--run-id <id>] [--point-type PHASE2_POINTS]
-         [--seconds-to-finalize <s>] [--url http://127.0.0.1:8080]
+         [--seconds-to-finalize <s>] [--url http://127.0.0.1:8080] [--dry-run]
                                           validate the whole file, then send it in batches; a rerun resumes
   batches list --contract <addr> [--status S] [--point-type T] [--sort ASC|DESC] [--limit N] [--json]
   batches show <batchId> --contract <addr>
@@ -82,9 +88,12 @@ function contractOf(value: string | boolean | undefined): string {
   return contract;
 }
 
+function urlOf(values: { url?: string | boolean | undefined }): string {
+  return typeof values.url === "string" ? values.url : process.env.POINTS_LEDGER_URL || DEFAULT_URL;
+}
+
 function clientFor(values: { contract?: string | boolean | undefined; url?: string | boolean | undefined }): PointsClient {
-  const baseUrl = typeof values.url === "string" ? values.url : process.env.POINTS_LEDGER_URL || DEFAULT_URL;
-  return new PointsClient({ baseUrl, contractAddress: contractOf(values.contract), operator: operatorKey() });
+  return new PointsClient({ baseUrl: urlOf(values), contractAddress: contractOf(values.contract), operator: operatorKey() });
 }
 
 /** API and network failures end a command with exit code 1 and a readable line, not a stack. */
@@ -111,38 +120,53 @@ const submit: ClientCommand = async (argv) => {
     "run-id": { type: "string" },
     "point-type": { type: "string" },
     "seconds-to-finalize": { type: "string" },
+    "dry-run": { type: "boolean" },
   });
   if (values.help) return usage();
   const file = required(values.file, "file");
   const contract = contractOf(values.contract);
   const pointType = pointTypeOf(values["point-type"]);
   const secondsToFinalize = wholeNumber(values["seconds-to-finalize"], "seconds-to-finalize");
-  const client = clientFor(values);
+  const baseUrl = urlOf(values);
   const contents = readTransfersFile(file);
   const runId = typeof values["run-id"] === "string" ? values["run-id"] : defaultRunId(contents, contract, pointType);
   return reportingFailures(async () => {
     const parsed = parseTransferFile(contents);
-    const minimumUnits = await minimumTransferUnits(client, pointType, parsed.errors.length > 0);
+    const parameters = await parametersFor(new PublicClient({ baseUrl }), parsed.errors.length > 0);
+    const minimumUnits = parameters === null ? 1n : minimumUnitsOf(parameters, pointType);
     const errors = [...parsed.errors, ...valueErrors(parsed, contract, minimumUnits)];
     if (errors.length > 0) return rejectFile(file, errors);
-    console.error(`${file}: ${parsed.transfers.length} transfers valid; run id ${runId}`);
+    const transfers = parsed.transfers.map(({ toAddress, points }) => ({ toAddress, points }));
+    console.error(`${file}: ${transfers.length} transfers valid; run id ${runId}`);
+    if (values["dry-run"]) return printPlan(transfers, contract, parameters!, runId);
+    // The key is needed only now: a file can be checked (and dry-run) without it.
+    const client = new PointsClient({ baseUrl, contractAddress: contract, operator: operatorKey() });
     const progress = progressReporter();
-    const summary = await client.submitAll(
-      parsed.transfers.map(({ toAddress, points }) => ({ toAddress, points })),
-      { runId, pointType, secondsToFinalize, onProgress: progress.update },
-    );
+    const summary = await client.submitAll(transfers, { runId, pointType, secondsToFinalize, onProgress: progress.update });
     progress.end();
-    console.log(
-      [
-        `run ${summary.runId}: ${summary.totalPoints} ${summary.pointType} to ${summary.recipients} recipients ` +
-          `(${summary.inputTransfers} lines, ${summary.inputTransfers - summary.recipients} repeated recipients merged)`,
-        `batches: ${summary.batchIds.length} (${summary.batchesCreated} sent now, ${summary.batchesAlreadyStored} already stored by an earlier run)`,
-        ...(summary.cancelledBatchIds.length > 0 ? [`warning: cancelled batches in this run: ${summary.cancelledBatchIds.join(", ")}`] : []),
-      ].join("\n"),
-    );
+    printSummary(summary);
     return 0;
   });
 };
+
+function printSummary(summary: SubmitAllSummary): void {
+  console.log(
+    [
+      `run ${summary.runId}: ${summary.totalPoints} ${summary.pointType} to ${summary.recipients} recipients ` +
+        `(${summary.inputTransfers} lines, ${summary.inputTransfers - summary.recipients} repeated recipients merged)`,
+      `batches: ${summary.batchIds.length} (${summary.batchesCreated} sent now, ${summary.batchesAlreadyStored} already stored by an earlier run)`,
+      ...(summary.cancelledBatchIds.length > 0 ? [`warning: cancelled batches in this run: ${summary.cancelledBatchIds.join(", ")}`] : []),
+    ].join("\n"),
+  );
+}
+
+function printPlan(transfers: Transfer[], contract: string, parameters: Parameters, runId: string): number {
+  const merged = mergeTransfers(transfers, { contractAddress: contract });
+  const plan = planBatches(merged.recipients, parameters.MAX_TRANSFERS_PER_BATCH, runId);
+  console.log(`dry run: ${formatPoints(merged.totalUnits)} points to ${merged.recipients.length} recipients in ${plan.length} batch(es); nothing was sent`);
+  for (const batch of plan) console.log(`  ${batch.batchId}  ${batch.transfers.length} transfers  ${formatPoints(batch.units)}`);
+  return 0;
+}
 
 function readTransfersFile(file: string): string {
   try {
@@ -154,15 +178,15 @@ function readTransfersFile(file: string): string {
 
 /**
  * The server's minimum applies to each recipient's total. When the file is already known to be
- * bad, an unreachable server must not hide its bad lines: check everything else and say so.
+ * bad, an unreachable server must not hide its bad lines: check everything else (null) and say so.
  */
-async function minimumTransferUnits(client: PointsClient, pointType: PointType, fileHasErrors: boolean): Promise<bigint> {
+async function parametersFor(client: PublicClient, fileHasErrors: boolean): Promise<Parameters | null> {
   try {
-    return minimumUnitsOf(await client.getParameters(), pointType);
+    return await client.getParameters();
   } catch (error) {
     if (!fileHasErrors) throw error;
     console.error("points-ledger: the service did not answer; minimum transfer sizes were not checked");
-    return 1n;
+    return null;
   }
 }
 

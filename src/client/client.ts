@@ -1,5 +1,5 @@
 import { checksumAddress, parseAddress } from "../domain/address.js";
-import { PointsApiError, PointsCursorError, PointsInputError } from "./errors.js";
+import { PointsApiError, PointsCursorError, PointsInputError, PointsNetworkError } from "./errors.js";
 import { OperatorSession, signerOf, type OperatorCredential, type SessionOptions } from "./session.js";
 import { submitAll, type SubmitAllOptions, type SubmitAllSummary } from "./submit-all.js";
 import { Transport, type TransportOptions } from "./transport.js";
@@ -43,7 +43,7 @@ export class PublicClient {
     return body.parameters;
   }
 
-  /** True when the process answers /healthz. */
+  /** True when the process answers /healthz; false on an error answer or none (no retries). */
   async health(): Promise<boolean> {
     return this.probe("/healthz");
   }
@@ -63,7 +63,7 @@ export class PublicClient {
       await this.transport.exchange({ method: "GET", path, idempotent: true });
       return true;
     } catch (error) {
-      if (error instanceof PointsApiError) return false;
+      if (error instanceof PointsApiError || error instanceof PointsNetworkError) return false;
       throw error;
     }
   }

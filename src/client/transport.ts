@@ -99,25 +99,18 @@ export class Transport {
         return await attempt();
       } catch (error) {
         if (!isRetryable(error, idempotent) || attemptNumber >= this.retry.maxAttempts) {
-          throw error instanceof PointsApiError || error instanceof PointsNetworkError || !isNetworkError(error)
-            ? error
-            : new PointsNetworkError(`no answer after ${attemptNumber} attempt(s): ${describe(error)}`, { cause: error });
+          throw error instanceof PointsNetworkError && attemptNumber > 1
+            ? new PointsNetworkError(`no answer after ${attemptNumber} attempts: ${error.message}`, { cause: error.cause })
+            : error;
         }
         await this.retry.sleep(this.delayBeforeRetryMs(attemptNumber, error));
       }
     }
   }
 
-  /** Single attempt, no retry. Throws PointsApiError for a non-2xx answer, the fetch error otherwise. */
+  /** Single attempt, no retry. Throws PointsApiError for a non-2xx answer, PointsNetworkError for none. */
   async exchange<T>(spec: RequestSpec): Promise<Answer<T>> {
-    const response = await this.fetchFn(this.url(spec), {
-      method: spec.method,
-      headers: headersFor(spec),
-      body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
-      signal: AbortSignal.timeout(this.timeoutMs),
-    });
-    // Reading the body can fail too (connection cut mid-answer): that is a lost answer.
-    const text = await response.text();
+    const { response, text } = await this.send(spec);
     const serverDate = response.headers.get("date");
     const serverDateMs = serverDate === null ? null : Date.parse(serverDate);
     const answer = { serverDateMs: serverDateMs === null || Number.isNaN(serverDateMs) ? null : serverDateMs };
@@ -128,6 +121,22 @@ export class Transport {
       throw new PointsApiError("INTERNAL", response.status, `HTTP ${response.status} without a success body`);
     }
     return { ...answer, body: body as T };
+  }
+
+  /** The request and its whole answer body; any failure on the way is a lost answer. */
+  private async send(spec: RequestSpec): Promise<{ response: Response; text: string }> {
+    try {
+      const response = await this.fetchFn(this.url(spec), {
+        method: spec.method,
+        headers: headersFor(spec),
+        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      // Reading the body can fail too (connection cut mid-answer).
+      return { response, text: await response.text() };
+    } catch (error) {
+      throw new PointsNetworkError(`${spec.method} ${spec.path}: ${describe(error)}`, { cause: error });
+    }
   }
 
   private url(spec: RequestSpec): string {
@@ -159,12 +168,7 @@ function isRetryable(error: unknown, idempotent: boolean): boolean {
     if (error.status === 429 || error.status === 503) return true;
     return idempotent && error.status >= 500;
   }
-  return idempotent && isNetworkError(error);
-}
-
-/** fetch rejects with a TypeError for network failures and a DOMException for timeouts/aborts. */
-function isNetworkError(error: unknown): boolean {
-  return error instanceof TypeError || (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError"));
+  return idempotent && error instanceof PointsNetworkError;
 }
 
 function describe(error: unknown): string {

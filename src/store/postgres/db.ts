@@ -16,6 +16,12 @@ export interface PostgresOptions {
 
 /** How long a caller waits for a free connection before the request is answered 503. */
 const CONNECT_TIMEOUT_MS = 5000;
+/**
+ * Client-side bound on one query, past the server's statement_timeout: an answer that has not come
+ * by then never will (the database host died or the network drops packets silently), so the
+ * query fails as unavailable and its connection is discarded instead of hanging forever.
+ */
+const QUERY_TIMEOUT_MARGIN_MS = 3000;
 /** Idle connections are closed after this, so a quiet instance gives its connections back. */
 const IDLE_TIMEOUT_MS = 30_000;
 /** Seconds a client is told to wait (Retry-After) when the database is unreachable or overloaded. */
@@ -31,6 +37,7 @@ export function createPool(options: PostgresOptions): PgPool {
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
     // Sent in the start-up packet, so it holds for every statement of every connection.
     statement_timeout: options.statementTimeoutMs,
+    query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
     // A process that stalls mid-transaction must not hold ledger row locks forever.
     idle_in_transaction_session_timeout: options.statementTimeoutMs,
     keepAlive: true,
@@ -61,6 +68,7 @@ const CONNECTION_MESSAGES = [
   "timeout exceeded when trying to connect",
   "Client has encountered a connection error",
   "Client was closed and is not queryable",
+  "Query read timeout", // query_timeout: no answer at all, past statement_timeout
 ];
 
 function codeOf(error: unknown): string | undefined {
