@@ -24,11 +24,7 @@ export interface BatchLoadOptions {
   /** Prefix of the generated batchIds; must be unique per phase and run. */
   batchIdPrefix: string;
   connections: number;
-  durationSec?: number;
-  /** Stop after this many requests in all (overrides duration). */
-  amount?: number;
-  /** Requests per second over all targets (paced load). */
-  overallRate?: number;
+  durationSec: number;
 }
 
 /** Per-request timeout: a full batch under overload may queue for a while. */
@@ -89,8 +85,6 @@ export function batchLoad(options: BatchLoadOptions): Promise<LoadResult> {
       url: target,
       connections: share(options.connections),
       duration: options.durationSec,
-      amount: options.amount === undefined ? undefined : share(options.amount),
-      overallRate: options.overallRate === undefined ? undefined : options.overallRate / options.targets.length,
       timeout: REQUEST_TIMEOUT_SEC,
       requests: [
         {

@@ -93,6 +93,11 @@ export async function acceptPhase(cluster: Cluster, ctx: PhaseContext, warmupSec
   };
 }
 
+export type BalanceResult = Awaited<ReturnType<typeof balancePhase>>;
+export type DrainResult = Awaited<ReturnType<typeof drainPhase>>;
+export type HalfRateResult = Awaited<ReturnType<typeof halfRatePhase>>;
+export type MixedResult = Awaited<ReturnType<typeof mixedPhase>>;
+
 export async function balancePhase(cluster: Cluster, ctx: PhaseContext) {
   const durationSec = Math.max(2, Math.ceil(ctx.durationSec / 2));
   ctx.log(`balance reads: ${durationSec}s`);

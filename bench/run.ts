@@ -1,19 +1,20 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../src/config.js";
 import { openStore } from "../src/store/open.js";
 import { measureHttpCeiling, measureStorageCeiling } from "./ceilings.js";
-import { newOperator, registerAndCredit, signIn } from "./client.js";
-import { startCluster, type Cluster } from "./cluster.js";
+import { newOperator, registerAndCredit, signIn, type Operator } from "./client.js";
+import { startCluster } from "./cluster.js";
 import { parseOptions, USAGE, type BenchOptions } from "./options.js";
 import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
 import { acceptPhase, balancePhase, drainPhase, halfRatePhase, mixedPhase, untilDue, type PhaseContext } from "./phases.js";
 import { CLI_PATH } from "./server-process.js";
 import { soakPhase } from "./soak.js";
 import { round } from "./stats.js";
+import { summarize, sustainableTransfersPerSec, type RunFigures } from "./summary.js";
 
 /** Batches finalize this many seconds after they are accepted (MINIMUM_FINALIZE_SECONDS). */
 const MINIMUM_FINALIZE_SECONDS = 1;
@@ -22,8 +23,18 @@ const DISTINCT_BODIES = 16;
 /** More than any run can spend: 10^15 points, far below the 10^18 an account may hold. */
 const CREDIT_POINTS = "1000000000000000";
 const BODY_SEED = 20240601;
+const DEFAULTS = loadConfig({});
 
 const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+interface Run {
+  options: BenchOptions;
+  url: string;
+  ceilingUrl: string;
+  adminToken: string;
+  payload: PayloadSpec;
+  ctx: PhaseContext;
+}
 
 /** Where the database lives: a fresh SQLite file, or BENCH_DATABASE_URL; null = skip the run. */
 async function databaseUrl(options: BenchOptions, dir: string, name: string): Promise<string | null> {
@@ -46,17 +57,19 @@ function skip(reason: string): null {
   return null;
 }
 
-function serverEnv(url: string, adminToken: string, finalizer: boolean, options: BenchOptions): Record<string, string> {
+/** The children also inherit this process's environment, so e.g. SQLITE_SYNCHRONOUS passes through. */
+function serverEnv(run: Run, url: string, finalizer: boolean): Record<string, string> {
+  const perPass = run.options.finalizerBatchesPerPass;
   return {
     DATABASE_URL: url,
     HOST: "127.0.0.1",
-    ADMIN_TOKEN: adminToken,
+    ADMIN_TOKEN: run.adminToken,
     LOG_LEVEL: "warn",
     RATE_LIMIT_PER_MINUTE: "100000000",
     MINIMUM_FINALIZE_SECONDS: String(MINIMUM_FINALIZE_SECONDS),
     BEARER_TOKEN_TTL_SECONDS: String(7 * 24 * 3600),
     FINALIZER_ENABLED: String(finalizer),
-    ...(options.finalizerBatchesPerPass === null ? {} : { FINALIZER_BATCHES_PER_PASS: String(options.finalizerBatchesPerPass) }),
+    ...(perPass === null ? {} : { FINALIZER_BATCHES_PER_PASS: String(perPass) }),
   };
 }
 
@@ -67,11 +80,6 @@ function nodeArgsFor(options: BenchOptions, name: string): string[] {
   return ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-name", `${name}.${Date.now()}.cpuprofile`];
 }
 
-/** One process that must both accept and finalize every transfer: the two costs add up. */
-function sustainableTransfersPerSec(accepted: number, finalized: number | null): number {
-  return finalized === null ? accepted / 2 : 1 / (1 / accepted + 1 / finalized);
-}
-
 /** `points-ledger verify` on the database the run wrote: the bench must leave a consistent ledger. */
 function verifyLedger(url: string): { ok: boolean; ms: number } {
   const start = performance.now();
@@ -80,137 +88,125 @@ function verifyLedger(url: string): { ok: boolean; ms: number } {
   return { ok: result.status === 0, ms: round(performance.now() - start) };
 }
 
-async function run(options: BenchOptions, dir: string): Promise<number> {
-  const url = await databaseUrl(options, dir, "server");
-  if (url === null) return 0;
-  const ceilingUrl = options.db === "sqlite" ? `sqlite:${join(dir, "ceiling.db")}` : url;
-  const adminToken = randomBytes(24).toString("base64url");
-  const operator = newOperator();
-  const payload: PayloadSpec = { seed: BODY_SEED, bodies: DISTINCT_BODIES, transfersPerBatch: loadConfig({}).maxTransfersPerBatch, pointType: "PHASE2_POINTS" };
-  const transfers = buildTransfers(payload, new Set([operator.contract.toLowerCase()]));
-  const dueSoonBodies = encodeBodies(payload, transfers, MINIMUM_FINALIZE_SECONDS);
-  const dueLaterBodies = encodeBodies(payload, transfers, loadConfig({}).defaultFinalizeSeconds);
-  const warmupSec = options.short ? 1 : 3;
-  log(`bodies: ${dueSoonBodies.length} × ${payload.transfersPerBatch} transfers, ${round(dueSoonBodies[0]!.length / 1024)} KB each`);
-
+async function ceilings(run: Run) {
+  const { options, ctx, payload } = run;
   log("HTTP ceiling");
   const http = await measureHttpCeiling({
-    env: serverEnv(ceilingUrl, adminToken, false, options),
-    bodies: dueSoonBodies,
-    contract: operator.contract,
+    env: serverEnv(run, run.ceilingUrl, false),
+    bodies: ctx.dueSoonBodies,
+    contract: ctx.operator.contract,
     connections: options.connections,
     durationSec: options.durationSec,
-    warmupSec,
+    warmupSec: warmupSec(options),
     transfersPerBatch: payload.transfersPerBatch,
     nodeArgs: nodeArgsFor(options, "http-ceiling"),
   });
   log("storage ceiling");
+  const concurrency = options.db === "sqlite" ? 1 : options.connections;
   const storage = await measureStorageCeiling(
-    { payload, durationSec: options.durationSec, concurrency: options.db === "sqlite" ? 1 : options.connections, secondsToFinalize: loadConfig({}).defaultFinalizeSeconds },
-    serverEnv(ceilingUrl, adminToken, false, options),
+    { payload, durationSec: options.durationSec, concurrency, secondsToFinalize: DEFAULTS.defaultFinalizeSeconds },
+    serverEnv(run, run.ceilingUrl, false),
     nodeArgsFor(options, "storage-ceiling"),
   );
+  return { http, storage };
+}
 
-  // Start 1, finalizer off: the accepted batches pile up as a backlog that start 2 drains.
-  const start1 = await startCluster({ processes: options.processes, env: serverEnv(url, adminToken, false, options), nodeArgs: nodeArgsFor(options, "server-accept"), label: "server-accept" });
-  let accept, balances, peakRss1;
+const warmupSec = (options: BenchOptions) => (options.short ? 1 : 3);
+
+/**
+ * Start 1, finalizer off: set-up, then the accept phase. Its batches pile up as the backlog
+ * start 2 drains, and it runs nothing else, so a --cpu-prof profile of it is the accept path.
+ */
+async function acceptStart(run: Run) {
+  const cluster = await startCluster({ processes: run.options.processes, env: serverEnv(run, run.url, false), nodeArgs: nodeArgsFor(run.options, "server-accept"), label: "server-accept" });
+  try {
+    await registerAndCredit(cluster.urls[0]!, run.adminToken, run.ctx.operator, CREDIT_POINTS);
+    run.ctx.token = await signIn(cluster.urls[0]!, run.ctx.operator);
+    const accept = await acceptPhase(cluster, run.ctx, warmupSec(run.options));
+    return { accept, startupToReadyMs: cluster.services[0]!.startupToReadyMs, peakRssMb: await cluster.stop() };
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+}
+
+/** Start 2, finalizer on: drain the backlog; half-rate PUTs and balance reads; the mixed steady state; the soak. */
+async function finalizeStart(run: Run, accept: Awaited<ReturnType<typeof acceptPhase>>) {
+  const { ctx, options } = run;
+  const cluster = await startCluster({ processes: options.processes, env: serverEnv(run, run.url, true), nodeArgs: nodeArgsFor(options, "server-finalize"), label: "server-finalize" });
+  try {
+    const drain = await drainPhase(cluster, ctx, accept.backlogTransfers, accept.startedAtMs);
+    const half = await halfRatePhase(cluster, ctx, accept.batchesPerSec);
+    const balances = await balancePhase(cluster, ctx);
+    const sustainable = sustainableTransfersPerSec(accept.transfersPerSec, drain.transfersPerSec);
+    const mixed = await mixedPhase(cluster, ctx, sustainable / run.payload.transfersPerBatch);
+    const soak = options.soakMinutes > 0 ? await soakPhase(cluster, ctx, options.soakMinutes, accept.batchesPerSec) : null;
+    return { drain, half, balances, mixed, soak, startupToReadyMs: cluster.services[0]!.startupToReadyMs, peakRssMb: await cluster.stop() };
+  } catch (error) {
+    await cluster.stop();
+    throw error;
+  }
+}
+
+function prepare(options: BenchOptions, dir: string, url: string): Run {
+  const operator: Operator = newOperator();
+  const payload: PayloadSpec = { seed: BODY_SEED, bodies: DISTINCT_BODIES, transfersPerBatch: DEFAULTS.maxTransfersPerBatch, pointType: "PHASE2_POINTS" };
+  const transfers = buildTransfers(payload, new Set([operator.contract.toLowerCase()]));
   const ctx: PhaseContext = {
     operator,
     token: "",
     connections: options.connections,
     durationSec: options.durationSec,
     transfersPerBatch: payload.transfersPerBatch,
-    dueSoonBodies,
-    dueLaterBodies,
+    dueSoonBodies: encodeBodies(payload, transfers, MINIMUM_FINALIZE_SECONDS),
+    dueLaterBodies: encodeBodies(payload, transfers, DEFAULTS.defaultFinalizeSeconds),
+    // batchIds unique per run: a PostgreSQL database may keep batches of earlier runs.
     runTag: `b${Date.now().toString(36)}`,
     log,
   };
-  try {
-    await registerAndCredit(start1.urls[0]!, adminToken, operator, CREDIT_POINTS);
-    ctx.token = await signIn(start1.urls[0]!, operator);
-    accept = await acceptPhase(start1, ctx, warmupSec);
-    balances = await balancePhase(start1, ctx);
-  } finally {
-    peakRss1 = await start1.stop();
-  }
-  await untilDue(accept.endedAtMs, MINIMUM_FINALIZE_SECONDS);
+  const ceilingUrl = options.db === "sqlite" ? `sqlite:${join(dir, "ceiling.db")}` : url;
+  return { options, url, ceilingUrl, adminToken: randomBytes(24).toString("base64url"), payload, ctx };
+}
 
-  // Start 2, finalizer on: drain the backlog, then a steady half-rate load, then the soak.
-  const start2: Cluster = await startCluster({ processes: options.processes, env: serverEnv(url, adminToken, true, options), nodeArgs: nodeArgsFor(options, "server-finalize"), label: "server-finalize" });
-  let drain, half, mixed, soak, peakRss2;
-  try {
-    drain = await drainPhase(start2, ctx, accept.backlogTransfers, accept.startedAtMs);
-    half = await halfRatePhase(start2, ctx, accept.batchesPerSec);
-    const sustainable = sustainableTransfersPerSec(accept.transfersPerSec, drain.transfersPerSec);
-    mixed = await mixedPhase(start2, ctx, sustainable / payload.transfersPerBatch);
-    soak = options.soakMinutes > 0 ? await soakPhase(start2, ctx, options.soakMinutes, accept.batchesPerSec) : null;
-  } finally {
-    peakRss2 = await start2.stop();
-  }
+async function runBench(options: BenchOptions, dir: string): Promise<number> {
+  const url = await databaseUrl(options, dir, "server");
+  if (url === null) return 0;
+  const run = prepare(options, dir, url);
+  log(`bodies: ${DISTINCT_BODIES} × ${run.payload.transfersPerBatch} transfers, ${round(run.ctx.dueSoonBodies[0]!.length / 1024)} KB each`);
+  const { http, storage } = await ceilings(run);
+  const first = await acceptStart(run);
+  await untilDue(first.accept.endedAtMs, MINIMUM_FINALIZE_SECONDS);
+  const second = await finalizeStart(run, first.accept);
   const verify = verifyLedger(url);
-
-  const ceilingMin = Math.min(http, storage.transfersPerSec);
-  // What one thread doing the three stages back to back could reach: the server is one thread.
-  const serial = 1 / (1 / http + 1 / storage.stages.domain + 1 / storage.transfersPerSec);
-  const summary = {
-    transfersPerSecAccepted: round(accept.transfersPerSec),
-    latencyMs: { p50: round(accept.p50Ms, 1), p99: round(accept.p99Ms, 1) },
-    ceilings: { http: round(http), storage: round(storage.transfersPerSec), serialOneThread: round(serial) },
-    ratios: {
-      acceptedToMinCeiling: round(accept.transfersPerSec / ceilingMin, 3),
-      acceptedToHttp: round(accept.transfersPerSec / http, 3),
-      acceptedToStorage: round(accept.transfersPerSec / storage.transfersPerSec, 3),
-      acceptedToSerialOneThread: round(accept.transfersPerSec / serial, 3),
-    },
-    transfersPerSecFinalized: drain.transfersPerSec === null ? null : round(drain.transfersPerSec),
-    finalizationLagP99Ms: round(mixed.lagP99Ms),
-    balanceReadP99Ms: round(balances.p99Ms, 2),
-    halfRateP99Ms: round(half.p99Ms, 1),
-    peakRssMb: round(Math.max(peakRss1 ?? 0, peakRss2 ?? 0), 1),
-    details: {
-      acceptRejected: accept.rejected,
-      batchesPerSecAccepted: round(accept.batchesPerSec, 1),
-      stageTransfersPerSec: {
-        jsonParse: round(storage.stages.jsonParse),
-        schema: round(storage.stages.schema),
-        domain: round(storage.stages.domain),
-      },
-      drain: { batches: drain.batches, passes: drain.passes, seconds: round(drain.seconds, 2) },
-      halfRate: { batchesPerSec: round(half.batchesPerSec, 1), p50Ms: round(half.p50Ms, 1) },
-      sustainableTransfersPerSec: round(sustainableTransfersPerSec(accept.transfersPerSec, drain.transfersPerSec)),
-      mixed: {
-        batchesPerSec: round(mixed.batchesPerSec, 1),
-        putP50Ms: round(mixed.putP50Ms, 1),
-        putP99Ms: round(mixed.putP99Ms, 1),
-        lagP50Ms: round(mixed.lagP50Ms),
-        lagMaxMs: round(mixed.lagMaxMs),
-        lagSamples: mixed.lagSamples,
-      },
-      balanceReads: { perSec: round(balances.readsPerSec), p50Ms: round(balances.p50Ms, 2) },
-      startupToReadyMs: round(start1.services[0]!.startupToReadyMs),
-      peakRssMbByStart: { accept: peakRss1 && round(peakRss1, 1), finalize: peakRss2 && round(peakRss2, 1) },
-      ledgerVerified: verify,
-      soak,
-    },
-    config: {
-      db: options.db,
-      processes: options.processes,
-      connections: options.connections,
-      durationSec: options.durationSec,
-      short: options.short,
-      transfersPerBatch: payload.transfersPerBatch,
-      bodyBytes: dueSoonBodies[0]!.length,
-      distinctBodies: DISTINCT_BODIES,
-      minimumFinalizeSeconds: MINIMUM_FINALIZE_SECONDS,
-      finalizerBatchesPerPass: options.finalizerBatchesPerPass ?? loadConfig({}).finalizerBatchesPerPass,
-      sqliteSynchronous: loadConfig({}).sqliteSynchronous,
-      node: process.version,
-      cpus: cpus().length,
-      totalMemMb: round(totalmem() / 1048576),
-    },
+  const figures: RunFigures = {
+    http,
+    storage,
+    ...second,
+    accept: first.accept,
+    startupToReadyMs: { emptyDatabase: first.startupToReadyMs, withBacklog: second.startupToReadyMs },
+    peakRssMb: { accept: first.peakRssMb, finalize: second.peakRssMb },
+    verify,
+    config: runConfig(options, run),
   };
-  process.stdout.write(JSON.stringify(summary, null, 2) + "\n");
-  return verify === null || verify.ok ? 0 : 1;
+  process.stdout.write(JSON.stringify(summarize(figures), null, 2) + "\n");
+  return verify.ok ? 0 : 1;
+}
+
+function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
+  const inherited = loadConfig({ SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS, FINALIZER_BATCHES_PER_PASS: process.env.FINALIZER_BATCHES_PER_PASS });
+  return {
+    db: options.db,
+    processes: options.processes,
+    connections: options.connections,
+    durationSec: options.durationSec,
+    short: options.short,
+    transfersPerBatch: run.payload.transfersPerBatch,
+    bodyBytes: run.ctx.dueSoonBodies[0]!.length,
+    distinctBodies: DISTINCT_BODIES,
+    minimumFinalizeSeconds: MINIMUM_FINALIZE_SECONDS,
+    finalizerBatchesPerPass: options.finalizerBatchesPerPass ?? inherited.finalizerBatchesPerPass,
+    sqliteSynchronous: inherited.sqliteSynchronous,
+  };
 }
 
 async function main(): Promise<number> {
@@ -221,7 +217,7 @@ async function main(): Promise<number> {
   }
   const dir = mkdtempSync(join(tmpdir(), "points-ledger-bench-"));
   try {
-    return await run(options, dir);
+    return await runBench(options, dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

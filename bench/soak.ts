@@ -5,6 +5,8 @@ import { batchRequests, type PhaseContext } from "./phases.js";
 import { metricValue, scrapeMetrics } from "./server-process.js";
 import { quantile, round } from "./stats.js";
 
+export type SoakResult = ReturnType<typeof summarize>;
+
 /** RSS is sampled this often during a soak. */
 const SAMPLE_INTERVAL_MS = 10_000;
 /** Share of the peak batch rate a soak writes at: sustained, yet with room for reads and finalization. */

@@ -1,0 +1,76 @@
+import { cpus, totalmem } from "node:os";
+import type { StorageCeilingResult } from "./storage-ceiling.js";
+import type { AcceptResult, BalanceResult, DrainResult, HalfRateResult, MixedResult } from "./phases.js";
+import type { SoakResult } from "./soak.js";
+import { round } from "./stats.js";
+
+/** Everything one run measured, turned into the one JSON summary the bench prints. */
+export interface RunFigures {
+  http: number;
+  storage: StorageCeilingResult;
+  accept: AcceptResult;
+  drain: DrainResult;
+  half: HalfRateResult;
+  balances: BalanceResult;
+  mixed: MixedResult;
+  soak: SoakResult | null;
+  startupToReadyMs: { emptyDatabase: number; withBacklog: number };
+  peakRssMb: { accept: number | null; finalize: number | null };
+  verify: { ok: boolean; ms: number };
+  config: Record<string, unknown>;
+}
+
+/** One process that must both accept and finalize every transfer: the two costs add up. */
+export function sustainableTransfersPerSec(accepted: number, finalized: number | null): number {
+  return finalized === null ? accepted / 2 : 1 / (1 / accepted + 1 / finalized);
+}
+
+export function summarize(f: RunFigures) {
+  const ceilingMin = Math.min(f.http, f.storage.transfersPerSec);
+  // What one thread doing the three stages back to back could reach: a server process is one thread.
+  const serial = 1 / (1 / f.http + 1 / f.storage.stages.domain + 1 / f.storage.transfersPerSec);
+  const accepted = f.accept.transfersPerSec;
+  return {
+    transfersPerSecAccepted: round(accepted),
+    latencyMs: { p50: round(f.accept.p50Ms, 1), p99: round(f.accept.p99Ms, 1) },
+    ceilings: { http: round(f.http), storage: round(f.storage.transfersPerSec), serialOneThread: round(serial) },
+    ratios: {
+      acceptedToMinCeiling: round(accepted / ceilingMin, 3),
+      acceptedToHttp: round(accepted / f.http, 3),
+      acceptedToStorage: round(accepted / f.storage.transfersPerSec, 3),
+      acceptedToSerialOneThread: round(accepted / serial, 3),
+    },
+    transfersPerSecFinalized: f.drain.transfersPerSec === null ? null : round(f.drain.transfersPerSec),
+    finalizationLagP99Ms: round(f.mixed.lagP99Ms),
+    balanceReadP99Ms: round(f.balances.p99Ms, 2),
+    halfRateP99Ms: round(f.half.p99Ms, 1),
+    peakRssMb: round(Math.max(f.peakRssMb.accept ?? 0, f.peakRssMb.finalize ?? 0), 1),
+    details: details(f),
+    config: { ...f.config, node: process.version, cpus: cpus().length, totalMemMb: round(totalmem() / 1048576) },
+  };
+}
+
+function details(f: RunFigures) {
+  const stages = f.storage.stages;
+  return {
+    acceptRejected: f.accept.rejected,
+    batchesPerSecAccepted: round(f.accept.batchesPerSec, 1),
+    stageTransfersPerSec: { jsonParse: round(stages.jsonParse), schema: round(stages.schema), domain: round(stages.domain) },
+    drain: { batches: f.drain.batches, passes: f.drain.passes, seconds: round(f.drain.seconds, 2) },
+    halfRate: { batchesPerSec: round(f.half.batchesPerSec, 1), p50Ms: round(f.half.p50Ms, 1) },
+    sustainableTransfersPerSec: round(sustainableTransfersPerSec(f.accept.transfersPerSec, f.drain.transfersPerSec)),
+    mixed: {
+      batchesPerSec: round(f.mixed.batchesPerSec, 1),
+      putP50Ms: round(f.mixed.putP50Ms, 1),
+      putP99Ms: round(f.mixed.putP99Ms, 1),
+      lagP50Ms: round(f.mixed.lagP50Ms),
+      lagMaxMs: round(f.mixed.lagMaxMs),
+      lagSamples: f.mixed.lagSamples,
+    },
+    balanceReads: { perSec: round(f.balances.readsPerSec), p50Ms: round(f.balances.p50Ms, 2) },
+    startupToReadyMs: { emptyDatabase: round(f.startupToReadyMs.emptyDatabase), withBacklog: round(f.startupToReadyMs.withBacklog) },
+    peakRssMbByStart: { accept: f.peakRssMb.accept && round(f.peakRssMb.accept, 1), finalize: f.peakRssMb.finalize && round(f.peakRssMb.finalize, 1) },
+    ledgerVerified: f.verify,
+    soak: f.soak,
+  };
+}
