@@ -25,6 +25,8 @@ export interface Config {
   maxInFlightRequests: number;
   authRateLimitPerMinute: number;
   logLevel: string;
+  /** Fastify trustProxy: false, true, or addresses/CIDRs of the trusted proxies. */
+  trustProxy: boolean | string;
   sqliteSynchronous: "FULL" | "NORMAL";
   pgPoolSize: number;
   pgStatementTimeoutMs: number;
@@ -83,6 +85,14 @@ function readAdminToken(env: Env): string | null {
   return token;
 }
 
+function readTrustProxy(env: Env): boolean | string {
+  const raw = env.TRUST_PROXY;
+  if (raw === undefined || raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  if (/^[0-9a-fA-F.:/,\s]+$/.test(raw)) return raw;
+  throw new ConfigError("TRUST_PROXY", `must be true, false, or proxy addresses/CIDRs, got "${raw}"`);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const minimumFinalizeSeconds = readInt(env, "MINIMUM_FINALIZE_SECONDS", 3600, 0, MAX_FINALIZE_SECONDS_LIMIT);
   const defaultFinalizeSeconds = readInt(env, "DEFAULT_FINALIZE_SECONDS", 86400, 0, MAX_FINALIZE_SECONDS_LIMIT);
@@ -113,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxInFlightRequests: readInt(env, "MAX_IN_FLIGHT_REQUESTS", 512, 1, 100_000),
     authRateLimitPerMinute: readInt(env, "AUTH_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     logLevel: readChoice(env, "LOG_LEVEL", "info", LOG_LEVELS),
+    trustProxy: readTrustProxy(env),
     sqliteSynchronous: readChoice(env, "SQLITE_SYNCHRONOUS", "FULL", ["FULL", "NORMAL"] as const),
     pgPoolSize: readInt(env, "PG_POOL_SIZE", 10, 1, 1000),
     pgStatementTimeoutMs: readInt(env, "PG_STATEMENT_TIMEOUT_MS", 10_000, 100, 600_000),

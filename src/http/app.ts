@@ -53,6 +53,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: false,
+    trustProxy: options.config.trustProxy,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",
