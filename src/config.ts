@@ -25,6 +25,8 @@ export interface Config {
   maxInFlightRequests: number;
   authRateLimitPerMinute: number;
   logLevel: string;
+  /** Origins allowed to call the API from a browser (CORS); empty means no CORS headers. */
+  corsOrigins: string[];
   /** Fastify trustProxy: false, true, or addresses/CIDRs of the trusted proxies. */
   trustProxy: boolean | string;
   sqliteSynchronous: "FULL" | "NORMAL";
@@ -85,6 +87,18 @@ function readAdminToken(env: Env): string | null {
   return token;
 }
 
+function readCorsOrigins(env: Env): string[] {
+  const raw = env.CORS_ORIGINS;
+  if (raw === undefined || raw.trim() === "") return [];
+  const origins = raw.split(",").map((origin) => origin.trim());
+  for (const origin of origins) {
+    if (origin !== "*" && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new ConfigError("CORS_ORIGINS", `must be * or comma-separated origins like https://app.example, got "${origin}"`);
+    }
+  }
+  return origins;
+}
+
 function readTrustProxy(env: Env): boolean | string {
   const raw = env.TRUST_PROXY;
   if (raw === undefined || raw === "" || raw === "false") return false;
@@ -124,6 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
     authRateLimitPerMinute: readInt(env, "AUTH_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     logLevel: readChoice(env, "LOG_LEVEL", "info", LOG_LEVELS),
     trustProxy: readTrustProxy(env),
+    corsOrigins: readCorsOrigins(env),
     sqliteSynchronous: readChoice(env, "SQLITE_SYNCHRONOUS", "FULL", ["FULL", "NORMAL"] as const),
     pgPoolSize: readInt(env, "PG_POOL_SIZE", 10, 1, 1000),
     pgStatementTimeoutMs: readInt(env, "PG_STATEMENT_TIMEOUT_MS", 10_000, 100, 600_000),

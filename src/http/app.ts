@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyInstance } from "fastify";
+import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
@@ -71,6 +72,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     errorResponseBuilder: (_request, context) =>
       new ApiError("RATE_LIMITED", `rate limit exceeded, retry in ${context.after}`, undefined, Math.ceil(context.ttl / 1000)),
   });
+  if (options.config.corsOrigins.length > 0) {
+    const origins = options.config.corsOrigins;
+    await app.register(cors, {
+      origin: origins.includes("*") ? true : origins,
+      methods: ["GET", "PUT", "POST", "DELETE"],
+      allowedHeaders: ["authorization", "content-type", "x-request-id"],
+      exposedHeaders: ["retry-after", "www-authenticate"],
+    });
+  }
   await registerDocs(app);
 
   operationRoutes(app, ctx);
