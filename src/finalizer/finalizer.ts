@@ -51,7 +51,9 @@ export class Finalizer {
       const finalized = await this.store.finalizeDue(this.clock.now(), this.options.batchesPerPass);
       this.record(finalized);
       count += finalized.length;
-      if (finalized.length < this.options.batchesPerPass || this.stopped) return count;
+      // An adapter may finalize fewer than asked (SQLite bounds each transaction by time), so
+      // only an empty answer means nothing is due.
+      if (finalized.length === 0 || this.stopped) return count;
       // Yield between passes so requests are served while a backlog drains.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }

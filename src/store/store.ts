@@ -129,7 +129,11 @@ export interface LedgerStore {
   /** PENDING → CANCELLED while nowMs < finalizeAt; cancelling a CANCELLED batch is a no-op success. */
   cancelBatch(contract: AddressKey, batchId: string, nowMs: number): Promise<CancelResult>;
 
-  /** Finalizes up to `limit` due batches (finalizeAt ≤ nowMs), oldest first, each exactly once. */
+  /**
+   * Finalizes up to `limit` due batches (finalizeAt ≤ nowMs), oldest first, each exactly once.
+   * May finalize fewer while more are due (an adapter may bound its work per call); an empty
+   * result means nothing due could be finalized.
+   */
   finalizeDue(nowMs: number, limit: number): Promise<FinalizedBatch[]>;
   /** The earliest finalizeAt of a PENDING batch, or null. */
   nextFinalizeAtMs(): Promise<number | null>;
