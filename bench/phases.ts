@@ -22,7 +22,8 @@ export interface PhaseContext {
 
 /** Transfers finalized per second or better, for bounding waits on the finalizer. */
 const SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC = 5_000;
-const FINALIZER_WAIT_SLACK_MS = 60_000;
+/** Added to every bounded wait on the server, beyond what the work itself should take. */
+const WAIT_SLACK_MS = 60_000;
 const FINALIZED = "points_transfers_finalized_total";
 const ACCEPTED = "points_transfers_accepted_total";
 const SETTLE_INTERVAL_MS = 200;
@@ -40,7 +41,7 @@ async function settled(cluster: Cluster, name: string): Promise<number> {
       return stable ? value : undefined;
     },
     0,
-    Date.now() + FINALIZER_WAIT_SLACK_MS,
+    Date.now() + WAIT_SLACK_MS,
   );
 }
 
@@ -124,7 +125,7 @@ export async function drainPhase(cluster: Cluster, ctx: PhaseContext, backlogTra
     "the finalizer to drain the backlog",
     async () => ((await cluster.metric(FINALIZED)) >= backlogTransfers ? true : undefined),
     50,
-    Date.now() + (backlogTransfers / SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC) * 1000 + FINALIZER_WAIT_SLACK_MS,
+    Date.now() + (backlogTransfers / SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC) * 1000 + WAIT_SLACK_MS,
   );
   const batches = await listBatches(cluster.urls[0]!, ctx.token, ctx.operator.contract, "FINALIZED", acceptStartMs);
   const stamps = batches.filter((batch) => batch.id.startsWith(`${ctx.runTag}-a`)).map((batch) => Date.parse(batch.finalizedAt!));
@@ -180,7 +181,7 @@ export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainabl
     "the mixed-phase batches to finalize",
     async () => ((await cluster.metric(FINALIZED)) >= expected ? true : undefined),
     100,
-    Date.now() + FINALIZER_WAIT_SLACK_MS,
+    Date.now() + WAIT_SLACK_MS,
   );
   const lagsMs = await finalizationLags(cluster.urls[0]!, ctx, `${ctx.runTag}-m`, startMs);
   return {

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../src/config.js";
 import { openStore } from "../src/store/open.js";
+import { createBenchSchema } from "./postgres-schema.js";
 import { measureHttpCeiling, measureStorageCeiling } from "./ceilings.js";
 import { newOperator, registerAndCredit, signIn, type Operator } from "./client.js";
 import { startCluster } from "./cluster.js";
@@ -36,19 +37,19 @@ interface Run {
   ctx: PhaseContext;
 }
 
-/** Where the database lives: a fresh SQLite file, or BENCH_DATABASE_URL; null = skip the run. */
-async function databaseUrl(options: BenchOptions, dir: string, name: string): Promise<string | null> {
-  if (options.db === "sqlite") return `sqlite:${join(dir, `${name}.db`)}`;
-  const url = process.env.BENCH_DATABASE_URL;
-  if (!url) return skip("--db postgres needs BENCH_DATABASE_URL");
+/** Where the database lives: a fresh SQLite file or PostgreSQL schema; null = skip the run. */
+async function database(options: BenchOptions, dir: string): Promise<{ url: string; drop(): Promise<void> } | null> {
+  if (options.db === "sqlite") return { url: `sqlite:${join(dir, "server.db")}`, drop: async () => {} };
+  const baseUrl = process.env.BENCH_DATABASE_URL;
+  if (!baseUrl) return skip("--db postgres needs BENCH_DATABASE_URL");
   try {
-    const store = await openStore(loadConfig({ DATABASE_URL: url }));
+    const store = await openStore(loadConfig({ DATABASE_URL: baseUrl }));
     await store.close();
   } catch (error) {
     if (error instanceof Error && /not built yet/.test(error.message)) return skip(error.message);
     throw error;
   }
-  return url;
+  return createBenchSchema(baseUrl);
 }
 
 function skip(reason: string): null {
@@ -169,9 +170,17 @@ function prepare(options: BenchOptions, dir: string, url: string): Run {
 }
 
 async function runBench(options: BenchOptions, dir: string): Promise<number> {
-  const url = await databaseUrl(options, dir, "server");
-  if (url === null) return 0;
-  const run = prepare(options, dir, url);
+  const db = await database(options, dir);
+  if (db === null) return 0;
+  try {
+    return await measure(prepare(options, dir, db.url));
+  } finally {
+    await db.drop();
+  }
+}
+
+async function measure(run: Run): Promise<number> {
+  const { options, url } = run;
   log(`bodies: ${DISTINCT_BODIES} × ${run.payload.transfersPerBatch} transfers, ${round(run.ctx.dueSoonBodies[0]!.length / 1024)} KB each`);
   const { http, storage } = await ceilings(run);
   const first = await acceptStart(run);

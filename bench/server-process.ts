@@ -143,5 +143,7 @@ export function metricValue(text: string, name: string): number {
 
 export async function scrapeMetrics(service: Pick<ChildService, "url">): Promise<string> {
   const response = await fetch(`${service.url}/metrics`);
-  return response.text();
+  const text = await response.text();
+  if (!response.ok) throw new Error(`GET /metrics → ${response.status}: ${text.slice(0, 200)}`);
+  return text;
 }

@@ -40,6 +40,7 @@ export async function soakPhase(cluster: Cluster, ctx: PhaseContext, minutes: nu
   };
   await sample();
   const timer = setInterval(() => void sample(), SAMPLE_INTERVAL_MS);
+  let loads: [LoadResult, LoadResult];
   try {
     const writes = pacedLoad({
       targets: cluster.urls,
@@ -49,12 +50,13 @@ export async function soakPhase(cluster: Cluster, ctx: PhaseContext, minutes: nu
       request: batchRequests(ctx, `${ctx.runTag}-s`, ctx.dueSoonBodies),
     });
     const reads = pacedLoad({ targets: cluster.urls, ratePerSec: SOAK_READS_PER_SEC, durationSec, maxInFlight: 8, request: readRequests(ctx) });
-    const [written, read] = await Promise.all([writes, reads]);
-    await sample();
-    return summarize(samples, written, read);
+    loads = await Promise.all([writes, reads]);
   } finally {
     clearInterval(timer);
   }
+  await sample();
+  // A sample still in flight from the timer must not land after the summary (or the server's stop).
+  return summarize([...samples], loads[0], loads[1]);
 }
 
 /** Balances, one full batch with its 2000 transfers, a page of the listing, in turn. */
