@@ -78,12 +78,23 @@ export async function startChild(options: {
   let dead = false;
   void exited.then(() => (dead = true));
   const url = `http://127.0.0.1:${options.port}`;
-  await pollUntil(
-    `${options.name} to be ready`,
+  await waitReady(options.name, url + options.readyPath, () => (dead ? tail : null)).catch((error: unknown) => {
+    child.kill("SIGKILL");
+    throw error;
+  });
+  const startupToReadyMs = performance.now() - startedMs;
+  return handle(options.name, url, child, exited, startupToReadyMs, () => tail);
+}
+
+/** Polls `readyUrl` until it answers 200; `deadOutput` returns the child's output once it has exited. */
+function waitReady(name: string, readyUrl: string, deadOutput: () => string | null): Promise<boolean> {
+  return pollUntil(
+    `${name} to be ready`,
     async () => {
-      if (dead) throw new Error(`${options.name} exited during start-up:\n${tail}`);
+      const output = deadOutput();
+      if (output !== null) throw new Error(`${name} exited during start-up:\n${output}`);
       try {
-        const response = await fetch(url + options.readyPath);
+        const response = await fetch(readyUrl);
         await response.arrayBuffer();
         return response.ok ? true : undefined;
       } catch {
@@ -93,8 +104,6 @@ export async function startChild(options: {
     10,
     Date.now() + READY_TIMEOUT_MS,
   );
-  const startupToReadyMs = performance.now() - startedMs;
-  return handle(options.name, url, child, exited, startupToReadyMs, () => tail);
 }
 
 function handle(

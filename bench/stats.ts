@@ -8,10 +8,6 @@ export function quantile(samples: readonly number[], q: number): number {
   return sorted[rank]!;
 }
 
-export function median(values: readonly number[]): number {
-  return quantile(values, 0.5);
-}
-
 /** Rounds for the summary: figures are noisy well above 0.1 ms or 1 transfer/s. */
 export function round(value: number, decimals = 0): number {
   if (!Number.isFinite(value)) return value;
