@@ -9,7 +9,6 @@ const STORAGE_CEILING_SCRIPT = fileURLToPath(new URL("./storage-ceiling.js", imp
 /** Bound on the storage ceiling child beyond its own duration (set-up, stage timings, exit). */
 const STORAGE_CEILING_SLACK_MS = 60_000;
 
-
 /**
  * HTTP ceiling: the same PUTs, same connections and duration, against a bare Fastify route that
  * only parses and validates. A short warm-up first so both sides are compiled by the JIT.

@@ -40,10 +40,16 @@ export function newOperator(): Operator {
 }
 
 /** Registers the operator and credits the contract through the admin API. */
-export async function registerAndCredit(baseUrl: string, adminToken: string, operator: Operator, points: string): Promise<void> {
+export async function registerAndCredit(
+  baseUrl: string,
+  adminToken: string,
+  operator: Operator,
+  pointType: string,
+  points: string,
+): Promise<void> {
   const admin = `/v1/admin/contracts/${operator.contract}`;
   await call(baseUrl, "PUT", `${admin}/operator`, adminToken, { operatorAddress: operator.address });
-  await call(baseUrl, "PUT", `${admin}/credits/bench-credit`, adminToken, { pointType: "PHASE2_POINTS", points });
+  await call(baseUrl, "PUT", `${admin}/credits/bench-credit`, adminToken, { pointType, points });
 }
 
 /** Signs in the way an operator's backend does: challenge, ERC-191 signature, solve. */

@@ -103,7 +103,13 @@ export function batchLoad(options: BatchLoadOptions): Promise<LoadResult> {
   });
 }
 
-export function getLoad(options: { targets: string[]; path: string; token: string; connections: number; durationSec: number }): Promise<LoadResult> {
+export function getLoad(options: {
+  targets: string[];
+  path: string;
+  token: string;
+  connections: number;
+  durationSec: number;
+}): Promise<LoadResult> {
   return spread(options.targets, (target, _index, share) => ({
     url: target + options.path,
     connections: share(options.connections),

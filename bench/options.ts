@@ -19,12 +19,14 @@ export const USAGE = `npm run bench -- [options]
 
   --short               a few seconds per phase (the CI smoke test)
   --duration N          seconds per measured phase (default 10, 3 with --short)
-  --connections N       concurrent connections of the load (default 4)
+  --connections N       concurrent connections of the load (default 8, the load of the speed targets)
   --db sqlite|postgres  postgres reads BENCH_DATABASE_URL (skipped when unset)
   --processes N         server processes on one PostgreSQL database (default 1)
   --soak MINUTES        mixed load for that long at the end, sampling server RSS every 10 s
   --cpu-prof DIR        write V8 CPU profiles of the server and both ceilings into DIR
-  --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes`;
+  --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes
+  --snapshot [--db sqlite|postgres] [--addresses N]
+                        only: a Merkle snapshot of N addresses (default 1,000,000), its time and peak RSS (bench/snapshot.ts)`;
 
 function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
   if (raw === undefined) return fallback;
@@ -63,12 +65,14 @@ export function parseOptions(argv: string[]): BenchOptions | "help" {
   return {
     short,
     durationSec: positiveInt("duration", values.duration, short ? 3 : 10),
-    connections: positiveInt("connections", values.connections, 4),
+    connections: positiveInt("connections", values.connections, 8),
     db: values.db,
     processes,
     soakMinutes: minutes(values.soak),
     cpuProfDir: values["cpu-prof"] ?? null,
     finalizerBatchesPerPass:
-      values["finalizer-batches-per-pass"] === undefined ? null : positiveInt("finalizer-batches-per-pass", values["finalizer-batches-per-pass"], 1),
+      values["finalizer-batches-per-pass"] === undefined
+        ? null
+        : positiveInt("finalizer-batches-per-pass", values["finalizer-batches-per-pass"], 1),
   };
 }

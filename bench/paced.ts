@@ -29,7 +29,16 @@ const REQUEST_TIMEOUT_MS = 30_000;
 
 export async function pacedLoad(options: PacedOptions): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: Math.max(1, Math.ceil(options.maxInFlight / options.targets.length)) });
-  const result: LoadResult = { ok: 0, non2xx: 0, client4xx: 0, server5xx: 0, errors: 0, durationSec: options.durationSec, latenciesMs: [], firstFailure: null };
+  const result: LoadResult = {
+    ok: 0,
+    non2xx: 0,
+    client4xx: 0,
+    server5xx: 0,
+    errors: 0,
+    durationSec: options.durationSec,
+    latenciesMs: [],
+    firstFailure: null,
+  };
   const inFlight = new Set<Promise<void>>();
   const startMs = performance.now();
   const total = Math.floor(options.ratePerSec * options.durationSec);
@@ -54,7 +63,15 @@ function send(agent: Agent, target: URL, spec: PacedRequest, dueMs: number, resu
       resolve();
     };
     const req = httpRequest(
-      { host: target.hostname, port: target.port, method: spec.method, path: spec.path, headers: spec.headers, agent, timeout: REQUEST_TIMEOUT_MS },
+      {
+        host: target.hostname,
+        port: target.port,
+        method: spec.method,
+        path: spec.path,
+        headers: spec.headers,
+        agent,
+        timeout: REQUEST_TIMEOUT_MS,
+      },
       (response) => {
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));

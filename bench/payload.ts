@@ -10,7 +10,8 @@ export interface PayloadSpec {
   /** Distinct bodies to rotate through; each has its own recipients. */
   bodies: number;
   transfersPerBatch: number;
-  pointType: "PHASE2_POINTS" | "PHASE2_GOLD";
+  /** One of the server's POINT_TYPES. */
+  pointType: string;
 }
 
 export interface TransferJson {
@@ -77,7 +78,5 @@ export function buildTransfers(spec: PayloadSpec, exclude: ReadonlySet<string> =
 
 /** The PUT bodies as bytes, ready for autocannon. */
 export function encodeBodies(spec: PayloadSpec, transfers: TransferJson[][], secondsToFinalize: number): Buffer[] {
-  return transfers.map((list) =>
-    Buffer.from(JSON.stringify({ pointType: spec.pointType, transfers: list, secondsToFinalize })),
-  );
+  return transfers.map((list) => Buffer.from(JSON.stringify({ pointType: spec.pointType, transfers: list, secondsToFinalize })));
 }

@@ -1,3 +1,4 @@
+import { measureCpu, type CpuUse } from "./cpu.js";
 import { listBatches, type Operator } from "./client.js";
 import type { Cluster } from "./cluster.js";
 import { batchLoad, getLoad, type LoadResult } from "./load.js";
@@ -48,13 +49,20 @@ async function settled(cluster: Cluster, name: string): Promise<number> {
 /** The n-th PUT of a paced phase: a new batchId, the bodies in rotation. */
 export function batchRequests(ctx: PhaseContext, prefix: string, bodies: Buffer[]): (n: number) => PacedRequest {
   const headers = { "content-type": "application/json", authorization: `Bearer ${ctx.token}` };
-  return (n) => ({ method: "PUT", path: `/v1/contracts/${ctx.operator.contract}/batches/${prefix}-${n}`, headers, body: bodies[n % bodies.length]! });
+  return (n) => ({
+    method: "PUT",
+    path: `/v1/contracts/${ctx.operator.contract}/batches/${prefix}-${n}`,
+    headers,
+    body: bodies[n % bodies.length]!,
+  });
 }
 
 /** A 4xx on a valid, unique, funded batch is a bug in the service or the bench: stop. */
 function requireNoClientErrors(phase: string, result: LoadResult): void {
   if (result.client4xx > 0 || result.ok === 0) {
-    throw new Error(`${phase}: ${result.ok} accepted, ${result.client4xx} 4xx, ${result.errors} errors; first failure: ${result.firstFailure}`);
+    throw new Error(
+      `${phase}: ${result.ok} accepted, ${result.client4xx} 4xx, ${result.errors} errors; first failure: ${result.firstFailure}`,
+    );
   }
 }
 
@@ -67,6 +75,8 @@ export interface AcceptResult {
   p50Ms: number;
   p99Ms: number;
   rejected: { "4xx": number; "5xx": number; errors: number };
+  /** Per-core busy share and the servers' CPU during the phase: does the second core work? */
+  cpu: CpuUse;
   endedAtMs: number;
 }
 
@@ -74,11 +84,16 @@ export interface AcceptResult {
 export async function acceptPhase(cluster: Cluster, ctx: PhaseContext, warmupSec: number): Promise<AcceptResult> {
   const base = { targets: cluster.urls, token: ctx.token, contract: ctx.operator.contract, connections: ctx.connections };
   ctx.log(`warm-up ${warmupSec}s`);
-  requireNoClientErrors("warm-up", await batchLoad({ ...base, bodies: ctx.dueLaterBodies, batchIdPrefix: `${ctx.runTag}-w`, durationSec: warmupSec }));
+  requireNoClientErrors(
+    "warm-up",
+    await batchLoad({ ...base, bodies: ctx.dueLaterBodies, batchIdPrefix: `${ctx.runTag}-w`, durationSec: warmupSec }),
+  );
   const acceptedBefore = await settled(cluster, ACCEPTED);
   ctx.log(`accept: ${ctx.durationSec}s of full batches, ${ctx.connections} connections`);
   const startedAtMs = Date.now() - 1;
+  const endCpu = measureCpu(cluster.services.map((service) => service.pid));
   const result = await batchLoad({ ...base, bodies: ctx.dueSoonBodies, batchIdPrefix: `${ctx.runTag}-a`, durationSec: ctx.durationSec });
+  const cpu = endCpu();
   requireNoClientErrors("accept", result);
   // Requests still in flight when the load stopped may be stored too: they join the backlog.
   const acceptedAfter = await settled(cluster, ACCEPTED);
@@ -90,6 +105,7 @@ export async function acceptPhase(cluster: Cluster, ctx: PhaseContext, warmupSec
     p50Ms: quantile(result.latenciesMs, 0.5),
     p99Ms: quantile(result.latenciesMs, 0.99),
     rejected: { "4xx": result.client4xx, "5xx": result.server5xx, errors: result.errors },
+    cpu,
     endedAtMs: Date.now(),
   };
 }
@@ -110,7 +126,11 @@ export async function balancePhase(cluster: Cluster, ctx: PhaseContext) {
     durationSec,
   });
   requireNoClientErrors("balance reads", result);
-  return { readsPerSec: result.ok / result.durationSec, p50Ms: quantile(result.latenciesMs, 0.5), p99Ms: quantile(result.latenciesMs, 0.99) };
+  return {
+    readsPerSec: result.ok / result.durationSec,
+    p50Ms: quantile(result.latenciesMs, 0.5),
+    p99Ms: quantile(result.latenciesMs, 0.99),
+  };
 }
 
 /**
@@ -141,11 +161,18 @@ export async function drainPhase(cluster: Cluster, ctx: PhaseContext, backlogTra
   };
 }
 
-function pacedBatches(cluster: Cluster, ctx: PhaseContext, ratePerSec: number, prefix: string, bodies: Buffer[]) {
+function pacedBatches(
+  cluster: Cluster,
+  ctx: PhaseContext,
+  ratePerSec: number,
+  prefix: string,
+  bodies: Buffer[],
+  durationSec = ctx.durationSec,
+) {
   return pacedLoad({
     targets: cluster.urls,
     ratePerSec,
-    durationSec: ctx.durationSec,
+    durationSec,
     maxInFlight: ctx.connections * 4,
     request: batchRequests(ctx, prefix, bodies),
   });
@@ -153,14 +180,23 @@ function pacedBatches(cluster: Cluster, ctx: PhaseContext, ratePerSec: number, p
 
 /**
  * Full batches at half the peak rate, evenly paced (see paced.ts), that wait a day to finalize:
- * the latency of the request path itself at a load with headroom.
+ * the latency of the request path itself at a load with headroom. The process serving it is
+ * new (start 2) and has not yet taken a PUT: its first ones run cold code (the intake worker's
+ * parse and checksums, the insert path) and a queue builds behind them that takes ≈ 1 s to clear
+ * (measured: the first 35 of 500 answers took 100–214 ms, the rest 11–54 ms). A warm-up at the
+ * same pace, as the accept phase has, keeps that start-up transient out of the steady-state p99.
  */
-export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBatchesPerSec: number) {
+export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBatchesPerSec: number, warmupSec: number) {
   const rate = Math.max(1, peakBatchesPerSec / 2);
-  ctx.log(`half rate: ${rate.toFixed(1)} batches/s for ${ctx.durationSec}s`);
+  ctx.log(`half rate: ${rate.toFixed(1)} batches/s for ${ctx.durationSec}s after ${warmupSec}s of warm-up`);
+  requireNoClientErrors("half-rate warm-up", await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-hw`, ctx.dueLaterBodies, warmupSec));
   const result = await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-h`, ctx.dueLaterBodies);
   requireNoClientErrors("half rate", result);
-  return { batchesPerSec: result.ok / result.durationSec, p50Ms: quantile(result.latenciesMs, 0.5), p99Ms: quantile(result.latenciesMs, 0.99) };
+  return {
+    batchesPerSec: result.ok / result.durationSec,
+    p50Ms: quantile(result.latenciesMs, 0.5),
+    p99Ms: quantile(result.latenciesMs, 0.99),
+  };
 }
 
 /**

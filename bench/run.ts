@@ -14,6 +14,7 @@ import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
 import { acceptPhase, balancePhase, drainPhase, halfRatePhase, mixedPhase, untilDue, type PhaseContext } from "./phases.js";
 import { CLI_PATH } from "./server-process.js";
 import { soakPhase } from "./soak.js";
+import { runSnapshotBench } from "./snapshot.js";
 import { round } from "./stats.js";
 import { summarize, sustainableTransfersPerSec, type RunFigures } from "./summary.js";
 
@@ -25,6 +26,8 @@ const DISTINCT_BODIES = 16;
 const CREDIT_POINTS = "1000000000000000";
 const BODY_SEED = 20240601;
 const DEFAULTS = loadConfig({});
+/** The servers run with the default POINT_TYPES; the bench moves the first of them. */
+const BENCH_POINT_TYPE = DEFAULTS.pointTypes[0]!;
 
 const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
 
@@ -119,9 +122,14 @@ const warmupSec = (options: BenchOptions) => (options.short ? 1 : 3);
  * start 2 drains, and it runs nothing else, so a --cpu-prof profile of it is the accept path.
  */
 async function acceptStart(run: Run) {
-  const cluster = await startCluster({ processes: run.options.processes, env: serverEnv(run, run.url, false), nodeArgs: nodeArgsFor(run.options, "server-accept"), label: "server-accept" });
+  const cluster = await startCluster({
+    processes: run.options.processes,
+    env: serverEnv(run, run.url, false),
+    nodeArgs: nodeArgsFor(run.options, "server-accept"),
+    label: "server-accept",
+  });
   try {
-    await registerAndCredit(cluster.urls[0]!, run.adminToken, run.ctx.operator, CREDIT_POINTS);
+    await registerAndCredit(cluster.urls[0]!, run.adminToken, run.ctx.operator, BENCH_POINT_TYPE, CREDIT_POINTS);
     run.ctx.token = await signIn(cluster.urls[0]!, run.ctx.operator);
     const accept = await acceptPhase(cluster, run.ctx, warmupSec(run.options));
     return { accept, startupToReadyMs: cluster.services[0]!.startupToReadyMs, peakRssMb: await cluster.stop() };
@@ -134,10 +142,15 @@ async function acceptStart(run: Run) {
 /** Start 2, finalizer on: drain the backlog; half-rate PUTs and balance reads; the mixed steady state; the soak. */
 async function finalizeStart(run: Run, accept: Awaited<ReturnType<typeof acceptPhase>>) {
   const { ctx, options } = run;
-  const cluster = await startCluster({ processes: options.processes, env: serverEnv(run, run.url, true), nodeArgs: nodeArgsFor(options, "server-finalize"), label: "server-finalize" });
+  const cluster = await startCluster({
+    processes: options.processes,
+    env: serverEnv(run, run.url, true),
+    nodeArgs: nodeArgsFor(options, "server-finalize"),
+    label: "server-finalize",
+  });
   try {
     const drain = await drainPhase(cluster, ctx, accept.backlogTransfers, accept.startedAtMs);
-    const half = await halfRatePhase(cluster, ctx, accept.batchesPerSec);
+    const half = await halfRatePhase(cluster, ctx, accept.batchesPerSec, warmupSec(options));
     const balances = await balancePhase(cluster, ctx);
     const sustainable = sustainableTransfersPerSec(accept.transfersPerSec, drain.transfersPerSec);
     const mixed = await mixedPhase(cluster, ctx, sustainable / run.payload.transfersPerBatch);
@@ -151,7 +164,12 @@ async function finalizeStart(run: Run, accept: Awaited<ReturnType<typeof acceptP
 
 function prepare(options: BenchOptions, dir: string, url: string): Run {
   const operator: Operator = newOperator();
-  const payload: PayloadSpec = { seed: BODY_SEED, bodies: DISTINCT_BODIES, transfersPerBatch: DEFAULTS.maxTransfersPerBatch, pointType: "PHASE2_POINTS" };
+  const payload: PayloadSpec = {
+    seed: BODY_SEED,
+    bodies: DISTINCT_BODIES,
+    transfersPerBatch: DEFAULTS.maxTransfersPerBatch,
+    pointType: BENCH_POINT_TYPE,
+  };
   const transfers = buildTransfers(payload, new Set([operator.contract.toLowerCase()]));
   const ctx: PhaseContext = {
     operator,
@@ -202,7 +220,10 @@ async function measure(run: Run): Promise<number> {
 }
 
 function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
-  const inherited = loadConfig({ SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS, FINALIZER_BATCHES_PER_PASS: process.env.FINALIZER_BATCHES_PER_PASS });
+  const inherited = loadConfig({
+    SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS,
+    FINALIZER_BATCHES_PER_PASS: process.env.FINALIZER_BATCHES_PER_PASS,
+  });
   return {
     db: options.db,
     processes: options.processes,
@@ -219,6 +240,7 @@ function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
 }
 
 async function main(): Promise<number> {
+  if (process.argv.includes("--snapshot")) return runSnapshotBench(process.argv.slice(2));
   const options = parseOptions(process.argv.slice(2));
   if (options === "help") {
     console.log(USAGE);

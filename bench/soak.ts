@@ -35,7 +35,10 @@ export async function soakPhase(cluster: Cluster, ctx: PhaseContext, minutes: nu
     const tSec = round((performance.now() - startMs) / 1000);
     const rss = service.rssMb();
     // A scrape that fails (the server is busy past its timeout, or gone) leaves a gap, not a crash.
-    const heap = await scrapeMetrics(service).then((text) => metricValue(text, "nodejs_heap_size_used_bytes"), () => null);
+    const heap = await scrapeMetrics(service).then(
+      (text) => metricValue(text, "nodejs_heap_size_used_bytes"),
+      () => null,
+    );
     samples.push({ tSec, rssMb: rss === null ? null : round(rss, 1), heapUsedMb: heap === null ? null : round(heap / 1048576, 1) });
   };
   await sample();
@@ -49,7 +52,13 @@ export async function soakPhase(cluster: Cluster, ctx: PhaseContext, minutes: nu
       maxInFlight: ctx.connections * 4,
       request: batchRequests(ctx, `${ctx.runTag}-s`, ctx.dueSoonBodies),
     });
-    const reads = pacedLoad({ targets: cluster.urls, ratePerSec: SOAK_READS_PER_SEC, durationSec, maxInFlight: 8, request: readRequests(ctx) });
+    const reads = pacedLoad({
+      targets: cluster.urls,
+      ratePerSec: SOAK_READS_PER_SEC,
+      durationSec,
+      maxInFlight: 8,
+      request: readRequests(ctx),
+    });
     loads = await Promise.all([writes, reads]);
   } finally {
     clearInterval(timer);

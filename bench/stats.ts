@@ -23,12 +23,7 @@ export function sleep(ms: number): Promise<void> {
  * Polls `check` every `intervalMs` until it returns a value other than undefined, or throws
  * once `deadlineMs` (epoch) has passed: every wait in the bench has a bound.
  */
-export async function pollUntil<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  intervalMs: number,
-  deadlineMs: number,
-): Promise<T> {
+export async function pollUntil<T>(what: string, check: () => Promise<T | undefined>, intervalMs: number, deadlineMs: number): Promise<T> {
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;

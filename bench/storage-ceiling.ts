@@ -38,7 +38,7 @@ const STAGE_MS = 700;
 const STAGE_WARMUP_MS = 300;
 
 function rate(transfersPerRound: number, run: () => void, budgetMs: number): number {
-  for (const warmupEnd = performance.now() + STAGE_WARMUP_MS; performance.now() < warmupEnd; ) run();
+  for (const warmupEnd = performance.now() + STAGE_WARMUP_MS; performance.now() < warmupEnd;) run();
   const start = performance.now();
   let rounds = 0;
   while (performance.now() - start < budgetMs) {
@@ -57,9 +57,13 @@ function timeStages(spec: StorageCeilingSpec, raw: Buffer[], contract: AddressKe
   const next = <T>(list: T[]) => list[i++ % list.length]!;
   return {
     jsonParse: rate(perBatch, () => JSON.parse(next(raw).toString()), STAGE_MS),
-    schema: rate(perBatch, () => {
-      if (validate(next(parsed)) !== true) throw new Error("the bench body fails the schema");
-    }, STAGE_MS),
+    schema: rate(
+      perBatch,
+      () => {
+        if (validate(next(parsed)) !== true) throw new Error("the bench body fails the schema");
+      },
+      STAGE_MS,
+    ),
     domain: rate(perBatch, () => toNewBatch(contract, "stage", next(parsed), config, Date.now()), STAGE_MS),
   };
 }
@@ -84,7 +88,13 @@ async function main(): Promise<void> {
   const store = await openStore(config);
   try {
     await store.migrate();
-    await store.credit({ address: contract, creditId: "ceiling", pointType: spec.payload.pointType, amount: 10n ** 27n, createdAtMs: Date.now() });
+    await store.credit({
+      address: contract,
+      creditId: "ceiling",
+      pointType: spec.payload.pointType,
+      amount: 10n ** 27n,
+      createdAtMs: Date.now(),
+    });
     const templates = raw.map((body) => toNewBatch(contract, "template", JSON.parse(body.toString()) as BatchBody, config, Date.now()));
     const startMs = performance.now();
     const deadlineMs = startMs + spec.durationSec * 1000;

@@ -54,6 +54,7 @@ function details(f: RunFigures) {
   const stages = f.storage.stages;
   return {
     acceptRejected: f.accept.rejected,
+    acceptCpu: f.accept.cpu,
     batchesPerSecAccepted: round(f.accept.batchesPerSec, 1),
     stageTransfersPerSec: { jsonParse: round(stages.jsonParse), schema: round(stages.schema), domain: round(stages.domain) },
     drain: { batches: f.drain.batches, passes: f.drain.passes, seconds: round(f.drain.seconds, 2) },
@@ -69,7 +70,10 @@ function details(f: RunFigures) {
     },
     balanceReads: { perSec: round(f.balances.readsPerSec), p50Ms: round(f.balances.p50Ms, 2) },
     startupToReadyMs: { emptyDatabase: round(f.startupToReadyMs.emptyDatabase), withBacklog: round(f.startupToReadyMs.withBacklog) },
-    peakRssMbByStart: { accept: f.peakRssMb.accept && round(f.peakRssMb.accept, 1), finalize: f.peakRssMb.finalize && round(f.peakRssMb.finalize, 1) },
+    peakRssMbByStart: {
+      accept: f.peakRssMb.accept && round(f.peakRssMb.accept, 1),
+      finalize: f.peakRssMb.finalize && round(f.peakRssMb.finalize, 1),
+    },
     ledgerVerified: f.verify,
     soak: f.soak,
   };

@@ -1,3 +1,6 @@
+import { availableParallelism } from "node:os";
+import { MAX_FINALIZE_SECONDS_LIMIT, MAX_TRANSFERS_PER_BATCH_LIMIT } from "./domain/limits.js";
+import { ASSET_PATTERN, DEFAULT_BALANCE_ASSETS, DEFAULT_POINT_TYPES, POINT_TYPE_PATTERN, type PointType } from "./domain/batch.js";
 import { parsePoints } from "./domain/points.js";
 
 /**
@@ -12,7 +15,12 @@ export interface Config {
   minimumFinalizeSeconds: number;
   defaultFinalizeSeconds: number;
   maxTransfersPerBatch: number;
-  minimumTransferUnits: { PHASE2_POINTS: bigint; PHASE2_GOLD: bigint };
+  /** POINT_TYPES: the one list of point types; every other part of the service reads it here. */
+  pointTypes: readonly PointType[];
+  /** MINIMUM_<TYPE>_TRANSFER_SIZE of each configured point type, in units. */
+  minimumTransferUnits: Readonly<Record<PointType, bigint>>;
+  /** BALANCE_ASSETS: assets every balance lists in `byAsset`, zero when no credit named them. */
+  balanceAssets: readonly string[];
   bearerTokenTtlSeconds: number;
   challengeTtlSeconds: number;
   finalizerIntervalMs: number;
@@ -24,7 +32,26 @@ export interface Config {
   /** Requests served at once before new ones get 503 (bounded queue under overload). */
   maxInFlightRequests: number;
   authRateLimitPerMinute: number;
+  /** A request's headers and body must have arrived within these (slow clients cannot hold slots). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** Mean event-loop delay past which new API requests get 503 (0: no shedding on it). */
+  maxEventLoopDelayMs: number;
+  /** Worker threads that parse and validate submitted batches beside the writer (0: on the main thread). */
+  batchIntakeThreads: number;
   logLevel: string;
+  /** WEBHOOK_RETRY_SCHEDULE_SECONDS: waits before each retry of a failed delivery (±20 % jitter); after the last, FAILED. */
+  webhookRetryScheduleSeconds: readonly number[];
+  /** WEBHOOK_ALLOW_PRIVATE_URLS: endpoints may target loopback, private and link-local addresses (tests, closed networks). */
+  webhookAllowPrivateUrls: boolean;
+  /**
+   * WEBHOOK_CLAIM_LEASE_MS: how long a claimed delivery is a sender's alone; after it a delivery
+   * whose sender died is due again (for this process after a restart, or for another instance).
+   * Each attempt's timeout is cut to half of it, so a live sender always ends first.
+   */
+  webhookClaimLeaseMs: number;
+  /** PUBLIC_READS: address balances and snapshots (proofs, tree) readable without a token. */
+  publicReads: boolean;
   /** Origins allowed to call the API from a browser (CORS); empty means no CORS headers. */
   corsOrigins: string[];
   /** Fastify trustProxy: false, true, or addresses/CIDRs of the trusted proxies. */
@@ -33,6 +60,12 @@ export interface Config {
   pgPoolSize: number;
   pgStatementTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** EVENT_RETENTION_DAYS: events older than this are purged; a cursor before them is 410 CURSOR_EXPIRED. */
+  eventRetentionDays: number;
+  /** PUBLIC_URL: the service's public address (the console's origin); makes the challenge an EIP-4361 message. */
+  publicUrl: string | null;
+  /** EVENT_STREAM_KEEPALIVE_MS: how often an idle event stream sends a comment line (proxies close silent connections). */
+  eventStreamKeepAliveMs: number;
 }
 
 export class ConfigError extends Error {
@@ -44,9 +77,15 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-/** Hard limits that no setting may exceed. */
-const MAX_TRANSFERS_PER_BATCH_LIMIT = 10_000;
-const MAX_FINALIZE_SECONDS_LIMIT = 365 * 24 * 3600;
+/** docs/api.md Events: events are kept 30 days unless EVENT_RETENTION_DAYS says otherwise. */
+export const DEFAULT_EVENT_RETENTION_DAYS = 30;
+
+/** Point types and balance assets a deployment may configure (each is a key of every balance). */
+const MAX_POINT_TYPES = 32;
+const MAX_BALANCE_ASSETS = 64;
+/** PHASE2_GOLD keeps the Blast API's smaller minimum; every other type gets the PHASE2_POINTS one. */
+const DEFAULT_MINIMUM_TRANSFER_SIZE = "0.01";
+const DEFAULT_MINIMUM_TRANSFER_SIZES: Readonly<Record<string, string>> = { PHASE2_GOLD: "0.000001" };
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 function readInt(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -72,6 +111,30 @@ function readPoints(env: Env, name: string, fallback: string): bigint {
   const units = parsePoints(raw);
   if (units === null || units === 0n) throw new ConfigError(name, `must be a positive decimal points string, got "${raw}"`);
   return units;
+}
+
+/** A comma-separated list of distinct names, each matching `pattern`. */
+function readNames(env: Env, name: string, fallback: readonly string[], pattern: string, max: number): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return [...fallback];
+  const names = raw.split(",").map((item) => item.trim());
+  const shape = new RegExp(pattern);
+  for (const item of names) {
+    if (!shape.test(item)) throw new ConfigError(name, `must be comma-separated names matching ${pattern}, got "${item}"`);
+  }
+  if (new Set(names).size !== names.length) throw new ConfigError(name, `must not repeat a name, got "${raw}"`);
+  if (names.length > max) throw new ConfigError(name, `may name at most ${max}, got ${names.length}`);
+  return names;
+}
+
+function readPointTypes(env: Env): Pick<Config, "pointTypes" | "minimumTransferUnits"> {
+  const pointTypes = readNames(env, "POINT_TYPES", DEFAULT_POINT_TYPES, POINT_TYPE_PATTERN, MAX_POINT_TYPES);
+  const minimumTransferUnits: Record<PointType, bigint> = {};
+  for (const pointType of pointTypes) {
+    const fallback = DEFAULT_MINIMUM_TRANSFER_SIZES[pointType] ?? DEFAULT_MINIMUM_TRANSFER_SIZE;
+    minimumTransferUnits[pointType] = readPoints(env, `MINIMUM_${pointType}_TRANSFER_SIZE`, fallback);
+  }
+  return { pointTypes, minimumTransferUnits };
 }
 
 function readDatabaseUrl(env: Env): string {
@@ -107,6 +170,65 @@ function readTrustProxy(env: Env): boolean | string {
   throw new ConfigError("TRUST_PROXY", `must be true, false, or proxy addresses/CIDRs, got "${raw}"`);
 }
 
+function readRequestTimeouts(env: Env): { headersTimeoutMs: number; requestTimeoutMs: number } {
+  const requestTimeoutMs = readInt(env, "REQUEST_TIMEOUT_MS", 30_000, 100, 600_000);
+  const headersTimeoutMs = readInt(env, "HEADERS_TIMEOUT_MS", Math.min(10_000, requestTimeoutMs), 100, 600_000);
+  // Node refuses a headers timeout longer than the whole request's.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError("HEADERS_TIMEOUT_MS", `must be ≤ REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return { headersTimeoutMs, requestTimeoutMs };
+}
+
+/**
+ * The default lease outlasts a whole attempt (a 5 s DNS bound plus the 15 s send timeout) with
+ * room to store its outcome; shorter leases shorten the attempts with them (tests).
+ */
+const DEFAULT_WEBHOOK_CLAIM_LEASE_MS = 30_000;
+
+/** docs/api.md Webhooks: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+const DEFAULT_WEBHOOK_RETRY_SCHEDULE_SECONDS = [5, 300, 1800, 7200, 18000, 36000, 36000];
+const MAX_WEBHOOK_RETRIES = 20;
+const MAX_WEBHOOK_RETRY_SECONDS = 7 * 24 * 3600;
+
+function readRetrySchedule(env: Env): number[] {
+  const name = "WEBHOOK_RETRY_SCHEDULE_SECONDS";
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return [...DEFAULT_WEBHOOK_RETRY_SCHEDULE_SECONDS];
+  const items = raw.split(",").map((item) => item.trim());
+  if (items.length > MAX_WEBHOOK_RETRIES) throw new ConfigError(name, `may list at most ${MAX_WEBHOOK_RETRIES} waits, got ${items.length}`);
+  return items.map((item) => {
+    if (!/^[0-9]{1,7}$/.test(item) || Number(item) > MAX_WEBHOOK_RETRY_SECONDS) {
+      throw new ConfigError(name, `must be comma-separated whole seconds from 0 to ${MAX_WEBHOOK_RETRY_SECONDS}, got "${item}"`);
+    }
+    return Number(item);
+  });
+}
+
+/** PUBLIC_URL: an http(s) origin, optionally with a path; no query or fragment (it is signed into challenges). */
+function readPublicUrl(env: Env): string | null {
+  const raw = env.PUBLIC_URL;
+  if (raw === undefined || raw.trim() === "") return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (url === null || !/^https?:$/.test(url.protocol) || url.search !== "" || url.hash !== "" || url.username !== "") {
+    throw new ConfigError("PUBLIC_URL", `must be an http(s) URL like https://points.example.com, got "${raw}"`);
+  }
+  return url.toString().replace(/\/+$/, "");
+}
+
+/** Intake threads a setting may ask for; the default is every core but the writer's, at most 4. */
+const MAX_INTAKE_THREADS = 16;
+const DEFAULT_MAX_INTAKE_THREADS = 4;
+
+function defaultIntakeThreads(): number {
+  return Math.max(0, Math.min(DEFAULT_MAX_INTAKE_THREADS, availableParallelism() - 1));
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const minimumFinalizeSeconds = readInt(env, "MINIMUM_FINALIZE_SECONDS", 3600, 0, MAX_FINALIZE_SECONDS_LIMIT);
   const defaultFinalizeSeconds = readInt(env, "DEFAULT_FINALIZE_SECONDS", 86400, 0, MAX_FINALIZE_SECONDS_LIMIT);
@@ -122,10 +244,8 @@ export function loadConfig(env: Env = process.env): Config {
     minimumFinalizeSeconds,
     defaultFinalizeSeconds,
     maxTransfersPerBatch,
-    minimumTransferUnits: {
-      PHASE2_POINTS: readPoints(env, "MINIMUM_PHASE2_POINTS_TRANSFER_SIZE", "0.01"),
-      PHASE2_GOLD: readPoints(env, "MINIMUM_PHASE2_GOLD_TRANSFER_SIZE", "0.000001"),
-    },
+    ...readPointTypes(env),
+    balanceAssets: readNames(env, "BALANCE_ASSETS", DEFAULT_BALANCE_ASSETS, ASSET_PATTERN, MAX_BALANCE_ASSETS),
     bearerTokenTtlSeconds: readInt(env, "BEARER_TOKEN_TTL_SECONDS", 3600, 1, 30 * 24 * 3600),
     challengeTtlSeconds: readInt(env, "CHALLENGE_TTL_SECONDS", 300, 1, 24 * 3600),
     finalizerIntervalMs: readInt(env, "FINALIZER_INTERVAL_MS", 250, 10, 60_000),
@@ -136,12 +256,22 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: readInt(env, "RATE_LIMIT_PER_MINUTE", 60_000, 1, 100_000_000),
     maxInFlightRequests: readInt(env, "MAX_IN_FLIGHT_REQUESTS", 512, 1, 100_000),
     authRateLimitPerMinute: readInt(env, "AUTH_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
+    ...readRequestTimeouts(env),
+    maxEventLoopDelayMs: readInt(env, "MAX_EVENT_LOOP_DELAY_MS", 500, 0, 60_000),
+    batchIntakeThreads: readInt(env, "BATCH_INTAKE_THREADS", defaultIntakeThreads(), 0, MAX_INTAKE_THREADS),
     logLevel: readChoice(env, "LOG_LEVEL", "info", LOG_LEVELS),
+    webhookRetryScheduleSeconds: readRetrySchedule(env),
+    webhookAllowPrivateUrls: readChoice(env, "WEBHOOK_ALLOW_PRIVATE_URLS", "false", ["true", "false"]) === "true",
+    webhookClaimLeaseMs: readInt(env, "WEBHOOK_CLAIM_LEASE_MS", DEFAULT_WEBHOOK_CLAIM_LEASE_MS, 1000, 600_000),
+    publicReads: readChoice(env, "PUBLIC_READS", "false", ["true", "false"]) === "true",
     trustProxy: readTrustProxy(env),
     corsOrigins: readCorsOrigins(env),
     sqliteSynchronous: readChoice(env, "SQLITE_SYNCHRONOUS", "FULL", ["FULL", "NORMAL"] as const),
     pgPoolSize: readInt(env, "PG_POOL_SIZE", 10, 1, 1000),
     pgStatementTimeoutMs: readInt(env, "PG_STATEMENT_TIMEOUT_MS", 10_000, 100, 600_000),
     shutdownTimeoutMs: readInt(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
+    eventRetentionDays: readInt(env, "EVENT_RETENTION_DAYS", DEFAULT_EVENT_RETENTION_DAYS, 1, 3650),
+    eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
+    publicUrl: readPublicUrl(env),
   };
 }

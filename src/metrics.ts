@@ -1,4 +1,5 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { EventDataByType, LedgerEvent } from "./domain/events.js";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /** One registry per app, so tests can build several apps in one process. */
 export function createMetrics() {
@@ -20,17 +21,87 @@ export function createMetrics() {
       registers: [registry],
     }),
     batchesAccepted: new Counter({ name: "points_batches_accepted_total", help: "batches accepted", registers: [registry] }),
-    transfersAccepted: new Counter({ name: "points_transfers_accepted_total", help: "transfers in accepted batches", registers: [registry] }),
+    transfersAccepted: new Counter({
+      name: "points_transfers_accepted_total",
+      help: "transfers in accepted batches",
+      registers: [registry],
+    }),
     batchesCancelled: new Counter({ name: "points_batches_cancelled_total", help: "batches cancelled", registers: [registry] }),
-    batchesFinalized: new Counter({ name: "points_batches_finalized_total", help: "batches finalized by this process", registers: [registry] }),
-    transfersFinalized: new Counter({ name: "points_transfers_finalized_total", help: "transfers finalized by this process", registers: [registry] }),
+    batchesFinalized: new Counter({
+      name: "points_batches_finalized_total",
+      help: "batches finalized by this process",
+      registers: [registry],
+    }),
+    transfersFinalized: new Counter({
+      name: "points_transfers_finalized_total",
+      help: "transfers finalized by this process",
+      registers: [registry],
+    }),
     finalizerLagSeconds: new Histogram({
       name: "points_finalizer_lag_seconds",
       help: "time from a batch's finalizeAt to its finalization",
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 600],
       registers: [registry],
     }),
+    finalizeFailures: new Counter({
+      name: "points_finalize_failures_total",
+      help: "batch finalization attempts by this process that failed (the batch stays PENDING and is retried after a backoff)",
+      registers: [registry],
+    }),
+    // Set by the finalizer after each pass from the store (the whole database: every instance
+    // sharing a PostgreSQL reports the same number), so a batch stuck failing stays visible.
+    finalizeFailingBatches: new Gauge({
+      name: "points_finalize_failing_batches",
+      help: "PENDING batches whose last finalization attempt failed",
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: "points_webhook_deliveries_total",
+      help: "webhook delivery attempts by this process, by result (succeeded, retrying, failed, endpoint_disabled)",
+      labelNames: ["result"] as const,
+      registers: [registry],
+    }),
+    // Set by the delivery job from the store (the whole database), like finalizeFailingBatches.
+    webhookDeliveriesPending: new Gauge({
+      name: "points_webhook_deliveries_pending",
+      help: "webhook deliveries not yet SUCCEEDED or FAILED",
+      registers: [registry],
+    }),
+    webhookOldestPendingSeconds: new Gauge({
+      name: "points_webhook_oldest_pending_delivery_seconds",
+      help: "age of the oldest PENDING webhook delivery (0 when none)",
+      registers: [registry],
+    }),
   };
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * The ledger counters, fed only by committed events (store.onCommittedEvents, subscribed once in
+ * buildApp): handlers and jobs never count a transition themselves, so a rejected or rolled-back
+ * request counts nothing and each change counts once, whoever made it in this process.
+ */
+export function recordCommittedEvents(metrics: Metrics, events: readonly LedgerEvent[]): void {
+  for (const event of events) {
+    const batch = (event.data as Partial<EventDataByType["batch.accepted"]>).batch;
+    switch (event.type) {
+      case "batch.accepted":
+        metrics.batchesAccepted.inc();
+        metrics.transfersAccepted.inc(batch?.transferCount ?? 0);
+        break;
+      case "batch.cancelled":
+        metrics.batchesCancelled.inc();
+        break;
+      case "batch.finalized": {
+        metrics.batchesFinalized.inc();
+        metrics.transfersFinalized.inc(batch?.transferCount ?? 0);
+        const lagMs = batch?.finalizedAt ? Date.parse(batch.finalizedAt) - Date.parse(batch.finalizeAt) : 0;
+        metrics.finalizerLagSeconds.observe(Math.max(0, lagMs) / 1000);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}

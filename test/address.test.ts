@@ -14,9 +14,7 @@ function eip55(lowercaseHex40: string): string {
   return out;
 }
 
-const lowercaseHex40 = fc
-  .uint8Array({ minLength: 20, maxLength: 20 })
-  .map((bytes) => Buffer.from(bytes).toString("hex"));
+const lowercaseHex40 = fc.uint8Array({ minLength: 20, maxLength: 20 }).map((bytes) => Buffer.from(bytes).toString("hex"));
 
 /** Addresses whose checksum spelling really is mixed case (has letters of both cases). */
 const isMixedCase = (text: string) => /[a-f]/.test(text.slice(2)) && /[A-F]/.test(text.slice(2));
@@ -132,6 +130,28 @@ describe("checksumAddress", () => {
         expect(parseAddress(printed)).toBe(`0x${hex}`);
       }),
       { numRuns: 1000 },
+    );
+  });
+});
+
+describe("the cache of verified spellings", () => {
+  it("accepts a remembered spelling without a keccak and still refuses any other mixed-case spelling of that address", () => {
+    fc.assert(
+      fc.property(lowercaseHex40, fc.nat(39), (hex, flip) => {
+        const correct = eip55(hex);
+        expect(parseAddress(correct)).toBe(`0x${hex}`); // verified, now remembered
+        expect(parseAddress(correct)).toBe(`0x${hex}`); // answered from the cache
+        // Flip the case of one letter: a wrong checksum, whatever the cache holds.
+        const chars = [...correct];
+        const letters = chars.map((c, i) => (i >= 2 && /[a-fA-F]/.test(c) ? i : -1)).filter((i) => i >= 0);
+        if (letters.length < 2) return; // too few letters to flip one and stay mixed case
+        const at = letters[flip % letters.length]!;
+        chars[at] = chars[at] === chars[at]!.toLowerCase() ? chars[at]!.toUpperCase() : chars[at]!.toLowerCase();
+        const wrong = chars.join("");
+        if (wrong === wrong.toLowerCase() || wrong.slice(2) === wrong.slice(2).toUpperCase()) return;
+        expect(parseAddress(wrong)).toBeNull();
+      }),
+      { numRuns: 2000 },
     );
   });
 });

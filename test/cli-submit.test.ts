@@ -157,10 +157,12 @@ describe("points-ledger submit", () => {
     const stored = await allBatches(client);
     expect(stored).toHaveLength(batchCount);
     expect(await sentPerRecipient(client)).toEqual(expected);
-    const balance = (await client.getBalances()).PHASE2_POINTS;
+    const balance = (await client.getBalances()).PHASE2_POINTS!;
     expect(parsePoints(balance.pendingSent)! + parsePoints(balance.finalizedSentCumulative)!).toBe(totalUnits);
 
-    await pollUntil("every batch to finalize", async () => ((await allBatches(client, { status: "FINALIZED" })).length === batchCount ? true : undefined));
+    await pollUntil("every batch to finalize", async () =>
+      (await allBatches(client, { status: "FINALIZED" })).length === batchCount ? true : undefined,
+    );
     for (const [address, units] of expected) {
       expect((await server.store.getBalances(parseAddress(address) as AddressKey)).PHASE2_POINTS.receivedCumulative).toBe(units);
     }
@@ -171,7 +173,10 @@ describe("points-ledger submit", () => {
     const { contract, operatorKey, client } = await newContract("1000");
     const good = randomAddress();
     const mixed = randomAddress();
-    const badChecksum = mixed.replace(/[a-f]/, (c) => c.toUpperCase()) === mixed ? mixed.replace(/[A-F]/, (c) => c.toLowerCase()) : mixed.replace(/[a-f]/, (c) => c.toUpperCase());
+    const badChecksum =
+      mixed.replace(/[a-f]/, (c) => c.toUpperCase()) === mixed
+        ? mixed.replace(/[A-F]/, (c) => c.toLowerCase())
+        : mixed.replace(/[a-f]/, (c) => c.toUpperCase());
     const content = [
       "address,points", // 1: header
       `${good},10`, // 2
@@ -210,8 +215,18 @@ describe("points-ledger submit", () => {
     const { contract, operatorKey, client } = await newContract("100");
     const [a, b] = [randomAddress(), randomAddress()];
     const file = join(dir, "transfers.jsonl");
-    writeFileSync(file, [`{"toAddress":"${a}","points":"1.25"}`, `{"toAddress":"${b}","points":"2"}`, `{"toAddress":"${a.toLowerCase()}","points":"0.75"}`].join("\n"));
-    const dryRun = runCli(["submit", "--contract", contract, "--file", file, "--run-id", "jsonl-run", "--url", server.url, "--dry-run"], "");
+    writeFileSync(
+      file,
+      [
+        `{"toAddress":"${a}","points":"1.25"}`,
+        `{"toAddress":"${b}","points":"2"}`,
+        `{"toAddress":"${a.toLowerCase()}","points":"0.75"}`,
+      ].join("\n"),
+    );
+    const dryRun = runCli(
+      ["submit", "--contract", contract, "--file", file, "--run-id", "jsonl-run", "--url", server.url, "--dry-run"],
+      "",
+    );
     expect((await dryRun.exit).code, dryRun.stderr()).toBe(0);
     expect(dryRun.stdout()).toContain("dry run: 4 points to 2 recipients in 1 batch(es); nothing was sent\n  jsonl-run-0  2 transfers  4");
     expect(await allBatches(client)).toEqual([]);

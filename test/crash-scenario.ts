@@ -21,7 +21,7 @@ import {
 } from "./helpers/process.js";
 
 /**
- * The crash scenario of DESIGN.md ("acknowledged means durable"): a load of concurrent
+ * The crash scenario ("acknowledged means durable", README): a load of concurrent
  * multi-transfer PUTs, SIGKILL in the middle of it while the finalizer is also working,
  * restart on the same database, then every acknowledged batch is present and whole, no batch
  * is partial, every batch finalizes and the balances add up. It takes the DATABASE_URL so the
@@ -216,7 +216,10 @@ export async function runCrashScenario(databaseUrl: string, options: CrashScenar
     expect(inFlightAtKill, "the kill must interrupt PUTs in flight").toBeGreaterThan(0);
     expect(finalizedBeforeKill, "the finalizer must have been working when the kill came").toBe(true);
     const refused = sent.filter((batch) => typeof batch.outcome === "object");
-    expect(refused.map((batch) => batch.outcome), "every answered PUT before the kill").toEqual([]);
+    expect(
+      refused.map((batch) => batch.outcome),
+      "every answered PUT before the kill",
+    ).toEqual([]);
     const acknowledged = sent.filter((batch) => batch.outcome === "acknowledged");
     expect(acknowledged.length).toBeGreaterThanOrEqual(load.minAcknowledgedBeforeKill);
 
@@ -228,7 +231,10 @@ export async function runCrashScenario(databaseUrl: string, options: CrashScenar
     const finalized = await waitAllFinalized(server, session);
     const sentById = new Map(sent.map((batch) => [batch.batchId, batch]));
     const stored = finalized.map((summary) => sentById.get(summary.id));
-    expect(stored.filter((batch) => batch === undefined), "stored batches nobody sent").toEqual([]);
+    expect(
+      stored.filter((batch) => batch === undefined),
+      "stored batches nobody sent",
+    ).toEqual([]);
     const storedBatches = stored as SentBatch[];
     for (const batch of storedBatches.filter((candidate) => candidate.outcome !== "acknowledged")) {
       await expectBatchWhole(server, session, batch);

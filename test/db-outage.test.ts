@@ -5,7 +5,6 @@ import { formatPoints, parsePoints } from "../src/domain/points.js";
 import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import {
   assertBuilt,
-  call,
   creditPoints,
   listAllBatches,
   newAdminToken,
@@ -72,7 +71,14 @@ interface SentBatch {
 }
 
 /** Like process.ts's `call`, but keeps the status, error code and Retry-After header. */
-async function request(base: string, method: string, path: string, token: string | null, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+async function request(
+  base: string,
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+  signal?: AbortSignal,
+): Promise<Answer> {
   const response = await fetch(base + path, {
     method,
     signal,
@@ -89,7 +95,13 @@ async function request(base: string, method: string, path: string, token: string
 }
 
 /** The answer, or null when none came within SILENT_ANSWER_DEADLINE_MS (the request hung). */
-async function answerWithin(server: ServerProcess, method: string, path: string, token: string | null, body?: unknown): Promise<Answer | null> {
+async function answerWithin(
+  server: ServerProcess,
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+): Promise<Answer | null> {
   try {
     return await request(server.url, method, path, token, body, AbortSignal.timeout(SILENT_ANSWER_DEADLINE_MS));
   } catch {
@@ -111,7 +123,13 @@ function newBatch(prefix: string): SentBatch {
 
 async function put(server: ServerProcess, session: Session, batch: SentBatch): Promise<Answer | null> {
   try {
-    const answer = await request(server.url, "PUT", `/v1/contracts/${session.contract}/batches/${batch.batchId}`, session.token, batch.body);
+    const answer = await request(
+      server.url,
+      "PUT",
+      `/v1/contracts/${session.contract}/batches/${batch.batchId}`,
+      session.token,
+      batch.body,
+    );
     batch.answers.push(answer.status);
     return answer;
   } catch {
@@ -122,7 +140,13 @@ async function put(server: ServerProcess, session: Session, batch: SentBatch): P
 
 /** An answer allowed while the database is away: 503 UNAVAILABLE with a Retry-After header. */
 function isUnavailable(answer: Answer | null): boolean {
-  return answer !== null && answer.status === 503 && answer.code === "UNAVAILABLE" && answer.retryAfter !== null && /^[0-9]+$/.test(answer.retryAfter);
+  return (
+    answer !== null &&
+    answer.status === 503 &&
+    answer.code === "UNAVAILABLE" &&
+    answer.retryAfter !== null &&
+    /^[0-9]+$/.test(answer.retryAfter)
+  );
 }
 
 /** PUTs new batches until stopped; every answer must be 200 or a proper 503. */
@@ -275,7 +299,9 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL unreachable for a few seconds${D
     const session = await prepareSession(server, adminToken);
     // Fill the pool with open connections: the silent outage catches them idle, as in production.
     const warm = await Promise.all(
-      Array.from({ length: WARM_REQUESTS }, () => request(server.url, "GET", `/v1/contracts/${session.contract}/point-balances`, session.token)),
+      Array.from({ length: WARM_REQUESTS }, () =>
+        request(server.url, "GET", `/v1/contracts/${session.contract}/point-balances`, session.token),
+      ),
     );
     expect(warm.map((answer) => answer.status)).toEqual(warm.map(() => 200));
 

@@ -1,5 +1,5 @@
 /**
- * The HTTP contract of API.md through the real app (app.inject): every route, every error code of
+ * The HTTP contract of docs/api.md through the real app (app.inject): every route, every error code of
  * the catalogue, the precedence of errors, and the exact shapes of successful answers. Time is a
  * ManualClock handed to buildApp, so expiry and finalization are exact, not waited for.
  */
@@ -8,7 +8,7 @@ import { getAddress } from "viem";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ManualClock, systemClock } from "../src/clock.js";
 import { ERROR_STATUS } from "../src/domain/errors.js";
-import { Finalizer } from "../src/finalizer/finalizer.js";
+import { Finalizer } from "../src/worker/finalize.js";
 import {
   addContract,
   batchBody,
@@ -85,6 +85,11 @@ async function getBatch(batchId: string): Promise<BatchJson & { transfers: { toA
   return (response.json as { batch: BatchJson & { transfers: { toAddress: string; points: string }[] } }).batch;
 }
 
+/** byAsset of a balance no credit with an asset reached: the default BALANCE_ASSETS, all zero. */
+const NO_ASSET_CREDITS = Object.fromEntries(
+  ["ETH", "WETH", "USDB", "BLAST"].map((asset) => [asset, { earnedCumulative: "0", earnedCumulativeBlock: 0 }]),
+);
+
 async function pointsBalance(): Promise<BalanceJson> {
   return (await readBalances(ledger.send, ledger.contract, ledger.token)).PHASE2_POINTS;
 }
@@ -96,7 +101,10 @@ function expectBalanceIdentity(balance: BalanceJson): void {
     return BigInt(whole!) * 10n ** 12n + BigInt(fraction.padEnd(12, "0"));
   };
   expect(units(balance.available)).toBe(
-    units(balance.earnedCumulative) + units(balance.receivedCumulative) - units(balance.finalizedSentCumulative) - units(balance.pendingSent),
+    units(balance.earnedCumulative) +
+      units(balance.receivedCumulative) -
+      units(balance.finalizedSentCumulative) -
+      units(balance.pendingSent),
   );
   expect(units(balance.available) >= 0n).toBe(true);
 }
@@ -112,6 +120,7 @@ describe("GET /v1/parameters", () => {
         DEFAULT_FINALIZE_SECONDS: 60,
         MAX_TRANSFERS_PER_BATCH: 2000,
         MAX_TRANSFER_DECIMALS: 12,
+        POINT_TYPES: ["PHASE2_POINTS", "PHASE2_GOLD"],
         MINIMUM_PHASE2_POINTS_TRANSFER_SIZE: "0.01",
         MINIMUM_PHASE2_GOLD_TRANSFER_SIZE: "0.000001",
         BATCH_ID_MAX_LENGTH: 64,
@@ -124,7 +133,11 @@ describe("GET /v1/parameters", () => {
 
 describe("dapp-auth: challenge and solve", () => {
   it("issues a readable challenge naming service, contract, operator, nonce, issue and expiry time", async () => {
-    const challenge = await requestChallenge(ledger.send, ledger.contract.toLowerCase(), ledger.operatorAccount.address.toUpperCase().replace("0X", "0x"));
+    const challenge = await requestChallenge(
+      ledger.send,
+      ledger.contract.toLowerCase(),
+      ledger.operatorAccount.address.toUpperCase().replace("0X", "0x"),
+    );
     expect(typeof challenge.challengeData).toBe("string");
     expect(challenge.challengeData.length).toBeGreaterThan(0);
     expect(challenge.message).toContain("points-ledger");
@@ -141,13 +154,21 @@ describe("dapp-auth: challenge and solve", () => {
   it("solves with the operator's personal_sign signature into a token that lasts BEARER_TOKEN_TTL_SECONDS", async () => {
     const challenge = await requestChallenge(ledger.send, ledger.contract, ledger.operatorAccount.address);
     const signature = await ledger.operatorAccount.signMessage({ message: challenge.message });
-    const response = await ledger.send({ method: "POST", url: "/v1/dapp-auth/solve", body: { challengeData: challenge.challengeData, signature } });
+    const response = await ledger.send({
+      method: "POST",
+      url: "/v1/dapp-auth/solve",
+      body: { challengeData: challenge.challengeData, signature },
+    });
     expect(response.status).toBe(200);
     const solved = response.json as { success: boolean; bearerToken: string; expiresAt: string };
     expect(Object.keys(solved).sort()).toEqual(["bearerToken", "expiresAt", "success"]);
     expect(solved.success).toBe(true);
     expect(solved.expiresAt).toBe(iso(T0 + 600_000));
-    const balances = await ledger.send({ method: "GET", url: `/v1/contracts/${ledger.contract}/point-balances`, token: solved.bearerToken });
+    const balances = await ledger.send({
+      method: "GET",
+      url: `/v1/contracts/${ledger.contract}/point-balances`,
+      token: solved.bearerToken,
+    });
     expect(balances.status).toBe(200);
   });
 
@@ -168,7 +189,11 @@ describe("dapp-auth: challenge and solve", () => {
 
   it("answers 401 to an unknown challenge", async () => {
     const signature = await ledger.operatorAccount.signMessage({ message: "anything" });
-    const response = await rejected({ method: "POST", url: "/v1/dapp-auth/solve", body: { challengeData: "no-such-challenge", signature } });
+    const response = await rejected({
+      method: "POST",
+      url: "/v1/dapp-auth/solve",
+      body: { challengeData: "no-such-challenge", signature },
+    });
     expectError(response, 401, "UNAUTHORIZED");
   });
 
@@ -184,24 +209,40 @@ describe("dapp-auth: challenge and solve", () => {
     const challenge = await requestChallenge(ledger.send, ledger.contract, ledger.operatorAccount.address);
     const signature = await ledger.operatorAccount.signMessage({ message: challenge.message });
     clock.advance(60_000);
-    const response = await ledger.send({ method: "POST", url: "/v1/dapp-auth/solve", body: { challengeData: challenge.challengeData, signature } });
+    const response = await ledger.send({
+      method: "POST",
+      url: "/v1/dapp-auth/solve",
+      body: { challengeData: challenge.challengeData, signature },
+    });
     expectError(response, 401, "UNAUTHORIZED");
   });
 
   it("answers 401 to a signature by another key, and the guess burns the challenge", async () => {
     const challenge = await requestChallenge(ledger.send, ledger.contract, ledger.operatorAccount.address);
     const wrong = await newAccount().signMessage({ message: challenge.message });
-    const response = await ledger.send({ method: "POST", url: "/v1/dapp-auth/solve", body: { challengeData: challenge.challengeData, signature: wrong } });
+    const response = await ledger.send({
+      method: "POST",
+      url: "/v1/dapp-auth/solve",
+      body: { challengeData: challenge.challengeData, signature: wrong },
+    });
     expectError(response, 401, "UNAUTHORIZED");
     const right = await ledger.operatorAccount.signMessage({ message: challenge.message });
-    const retry = await ledger.send({ method: "POST", url: "/v1/dapp-auth/solve", body: { challengeData: challenge.challengeData, signature: right } });
+    const retry = await ledger.send({
+      method: "POST",
+      url: "/v1/dapp-auth/solve",
+      body: { challengeData: challenge.challengeData, signature: right },
+    });
     expectError(retry, 401, "UNAUTHORIZED");
   });
 
   it("answers 401 to a signature that is not a signature at all", async () => {
     for (const signature of ["0x", "0x1234", "not hex", `0x${"ab".repeat(65)}`, `0x${"zz".repeat(65)}`]) {
       const challenge = await requestChallenge(ledger.send, ledger.contract, ledger.operatorAccount.address);
-      const response = await ledger.send({ method: "POST", url: "/v1/dapp-auth/solve", body: { challengeData: challenge.challengeData, signature } });
+      const response = await ledger.send({
+        method: "POST",
+        url: "/v1/dapp-auth/solve",
+        body: { challengeData: challenge.challengeData, signature },
+      });
       expectError(response, 401, "UNAUTHORIZED");
     }
   });
@@ -210,7 +251,11 @@ describe("dapp-auth: challenge and solve", () => {
     const challenge = await requestChallenge(ledger.send, ledger.contract, ledger.operatorAccount.address);
     const signature = await ledger.operatorAccount.signMessage({ message: challenge.message });
     await registerOperator(ledger.send, ledger.adminToken, ledger.contract, newAccount().address);
-    const response = await ledger.send({ method: "POST", url: "/v1/dapp-auth/solve", body: { challengeData: challenge.challengeData, signature } });
+    const response = await ledger.send({
+      method: "POST",
+      url: "/v1/dapp-auth/solve",
+      body: { challengeData: challenge.challengeData, signature },
+    });
     expectError(response, 401, "UNAUTHORIZED");
   });
 
@@ -362,7 +407,9 @@ describe("admin API", () => {
     expectValidationFailed(await admin(`${credits}/ok-id`, { pointType: "PHASE2_POINTS", points: "-1" }), ["points"]);
     expectValidationFailed(await admin(`${credits}/ok-id`, { pointType: "GOLD", points: 1, x: true }), ["pointType", "points", "x"]);
     expectValidationFailed(await admin(`${credits}/${"c".repeat(65)}`, { pointType: "PHASE2_POINTS", points: "1" }), ["creditId"]);
-    expectValidationFailed(await admin(`/v1/admin/contracts/0xabc/credits/ok-id`, { pointType: "PHASE2_POINTS", points: "1" }), ["contractAddress"]);
+    expectValidationFailed(await admin(`/v1/admin/contracts/0xabc/credits/ok-id`, { pointType: "PHASE2_POINTS", points: "1" }), [
+      "contractAddress",
+    ]);
     const operatorUrl = `/v1/admin/contracts/${ledger.contract}/operator`;
     expectValidationFailed(await admin(operatorUrl, { operatorAddress: `0x${"0".repeat(40)}` }), ["operatorAddress"]);
     expectValidationFailed(await admin(operatorUrl, {}), ["operatorAddress"]);
@@ -375,8 +422,22 @@ describe("GET point-balances", () => {
     expect(response.json).toEqual({
       success: true,
       balancesByPointType: {
-        PHASE2_POINTS: { available: "1000", pendingSent: "0", earnedCumulative: "1000", receivedCumulative: "0", finalizedSentCumulative: "0" },
-        PHASE2_GOLD: { available: "10", pendingSent: "0", earnedCumulative: "10", receivedCumulative: "0", finalizedSentCumulative: "0" },
+        PHASE2_POINTS: {
+          available: "1000",
+          pendingSent: "0",
+          earnedCumulative: "1000",
+          receivedCumulative: "0",
+          finalizedSentCumulative: "0",
+          byAsset: NO_ASSET_CREDITS,
+        },
+        PHASE2_GOLD: {
+          available: "10",
+          pendingSent: "0",
+          earnedCumulative: "10",
+          receivedCumulative: "0",
+          finalizedSentCumulative: "0",
+          byAsset: NO_ASSET_CREDITS,
+        },
       },
     });
   });
@@ -386,7 +447,14 @@ describe("GET point-balances", () => {
     await putBatch(ledger.send, ledger, "keep", batchBody([{ toAddress: a!, points: "100.25" }], "PHASE2_POINTS", 5));
     await putBatch(ledger.send, ledger, "drop", batchBody([{ toAddress: b!, points: "0.75" }], "PHASE2_POINTS", 5));
     let balance = await pointsBalance();
-    expect(balance).toEqual({ available: "899", pendingSent: "101", earnedCumulative: "1000", receivedCumulative: "0", finalizedSentCumulative: "0" });
+    expect(balance).toEqual({
+      available: "899",
+      pendingSent: "101",
+      earnedCumulative: "1000",
+      receivedCumulative: "0",
+      finalizedSentCumulative: "0",
+      byAsset: NO_ASSET_CREDITS,
+    });
     expectBalanceIdentity(balance);
     expect((await withToken({ method: "DELETE", url: batchUrl("drop") })).status).toBe(200);
     balance = await pointsBalance();
@@ -395,7 +463,14 @@ describe("GET point-balances", () => {
     clock.advance(5_000);
     expect(await ledger.finalizeDue()).toBe(1);
     balance = await pointsBalance();
-    expect(balance).toEqual({ available: "899.75", pendingSent: "0", earnedCumulative: "1000", receivedCumulative: "0", finalizedSentCumulative: "100.25" });
+    expect(balance).toEqual({
+      available: "899.75",
+      pendingSent: "0",
+      earnedCumulative: "1000",
+      receivedCumulative: "0",
+      finalizedSentCumulative: "100.25",
+      byAsset: NO_ASSET_CREDITS,
+    });
     expectBalanceIdentity(balance);
   });
 });
@@ -412,24 +487,58 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
   const points = (value: unknown) => withTransfer(3, 1, { toAddress: recipients[1], points: value });
 
   const cases: { name: string; body: () => unknown; paths: string[] }[] = [
-    { name: "one bad points value among 20 transfers", body: () => withTransfer(20, 17, { toAddress: recipients[17], points: "1.2.3" }), paths: ["transfers[17].points"] },
+    {
+      name: "one bad points value among 20 transfers",
+      body: () => withTransfer(20, 17, { toAddress: recipients[17], points: "1.2.3" }),
+      paths: ["transfers[17].points"],
+    },
     { name: "an extra top-level field", body: () => ({ pointType: "PHASE2_POINTS", transfers: transfers(1), memo: "x" }), paths: ["memo"] },
-    { name: "an extra field in a transfer", body: () => withTransfer(3, 1, { toAddress: recipients[1], points: "1", note: "x" }), paths: ["transfers[1].note"] },
+    {
+      name: "an extra field in a transfer",
+      body: () => withTransfer(3, 1, { toAddress: recipients[1], points: "1", note: "x" }),
+      paths: ["transfers[1].note"],
+    },
     { name: "a missing pointType", body: () => ({ transfers: transfers(1) }), paths: ["pointType"] },
     { name: "missing transfers", body: () => ({ pointType: "PHASE2_POINTS" }), paths: ["transfers"] },
     { name: "a transfer without points", body: () => withTransfer(2, 0, { toAddress: recipients[0] }), paths: ["transfers[0].points"] },
     { name: "a transfer without toAddress", body: () => withTransfer(3, 2, { points: "1" }), paths: ["transfers[2].toAddress"] },
     { name: "a transfer that is not an object", body: () => withTransfer(2, 1, "0xabc:1"), paths: ["transfers[1]"] },
-    { name: "a bad EIP-55 checksum", body: () => withTransfer(4, 3, { toAddress: breakChecksum(checksummed), points: "1" }), paths: ["transfers[3].toAddress"] },
-    { name: "an address of 39 hex digits", body: () => withTransfer(2, 0, { toAddress: recipients[0]!.slice(0, 41), points: "1" }), paths: ["transfers[0].toAddress"] },
-    { name: "an address without 0x", body: () => withTransfer(2, 0, { toAddress: recipients[0]!.slice(2), points: "1" }), paths: ["transfers[0].toAddress"] },
+    {
+      name: "a bad EIP-55 checksum",
+      body: () => withTransfer(4, 3, { toAddress: breakChecksum(checksummed), points: "1" }),
+      paths: ["transfers[3].toAddress"],
+    },
+    {
+      name: "an address of 39 hex digits",
+      body: () => withTransfer(2, 0, { toAddress: recipients[0]!.slice(0, 41), points: "1" }),
+      paths: ["transfers[0].toAddress"],
+    },
+    {
+      name: "an address without 0x",
+      body: () => withTransfer(2, 0, { toAddress: recipients[0]!.slice(2), points: "1" }),
+      paths: ["transfers[0].toAddress"],
+    },
     {
       name: "one recipient twice, in two spellings",
-      body: () => ({ pointType: "PHASE2_POINTS", transfers: [{ toAddress: checksummed, points: "1" }, { toAddress: checksummed.toLowerCase(), points: "2" }] }),
+      body: () => ({
+        pointType: "PHASE2_POINTS",
+        transfers: [
+          { toAddress: checksummed, points: "1" },
+          { toAddress: checksummed.toLowerCase(), points: "2" },
+        ],
+      }),
       paths: ["transfers[1].toAddress"],
     },
-    { name: "the contract itself as recipient (uppercase spelling)", body: () => withTransfer(2, 1, { toAddress: `0x${ledger.contract.slice(2).toUpperCase()}`, points: "1" }), paths: ["transfers[1].toAddress"] },
-    { name: "the zero address as recipient", body: () => withTransfer(2, 0, { toAddress: `0x${"0".repeat(40)}`, points: "1" }), paths: ["transfers[0].toAddress"] },
+    {
+      name: "the contract itself as recipient (uppercase spelling)",
+      body: () => withTransfer(2, 1, { toAddress: `0x${ledger.contract.slice(2).toUpperCase()}`, points: "1" }),
+      paths: ["transfers[1].toAddress"],
+    },
+    {
+      name: "the zero address as recipient",
+      body: () => withTransfer(2, 0, { toAddress: `0x${"0".repeat(40)}`, points: "1" }),
+      paths: ["transfers[0].toAddress"],
+    },
     { name: "PHASE2_POINTS below the 0.01 minimum", body: () => points("0.009999999999"), paths: ["transfers[1].points"] },
     {
       name: "PHASE2_GOLD below the 0.000001 minimum",
@@ -449,9 +558,17 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
     { name: "points as a JSON number", body: () => points(1), paths: ["transfers[1].points"] },
     { name: "more than 10^18 points", body: () => points("1000000000000000000.000000000001"), paths: ["transfers[1].points"] },
     { name: "a 40-digit amount", body: () => points("1".repeat(40)), paths: ["transfers[1].points"] },
-    { name: "2001 transfers", body: () => ({ pointType: "PHASE2_POINTS", transfers: recipientAddresses(2001).map((toAddress) => ({ toAddress, points: "0.01" })) }), paths: ["transfers"] },
+    {
+      name: "2001 transfers",
+      body: () => ({ pointType: "PHASE2_POINTS", transfers: recipientAddresses(2001).map((toAddress) => ({ toAddress, points: "0.01" })) }),
+      paths: ["transfers"],
+    },
     { name: "no transfers", body: () => ({ pointType: "PHASE2_POINTS", transfers: [] }), paths: ["transfers"] },
-    { name: "transfers as an object", body: () => ({ pointType: "PHASE2_POINTS", transfers: { 0: transfers(1)[0] } }), paths: ["transfers"] },
+    {
+      name: "transfers as an object",
+      body: () => ({ pointType: "PHASE2_POINTS", transfers: { 0: transfers(1)[0] } }),
+      paths: ["transfers"],
+    },
     { name: "an unknown pointType", body: () => ({ pointType: "PHASE3_POINTS", transfers: transfers(1) }), paths: ["pointType"] },
     ...[0, 61, 1.5, "10", -5, true, 1e300].map((value) => ({
       name: `secondsToFinalize ${JSON.stringify(value)}`,
@@ -462,7 +579,10 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
       name: "several schema errors at once",
       body: () => ({
         pointType: "PHASE2_POINTS",
-        transfers: [{ toAddress: recipients[0], points: "abc" }, { toAddress: "nope", points: "1" }],
+        transfers: [
+          { toAddress: recipients[0], points: "abc" },
+          { toAddress: "nope", points: "1" },
+        ],
         secondsToFinalize: 0,
         extra: 1,
       }),
@@ -488,7 +608,14 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
         list[3] = { toAddress: `0x${"0".repeat(40)}`, points: "abc" };
         return { pointType: "PHASE2_POINTS", transfers: list, memo: "x" };
       },
-      paths: ["memo", "transfers[1].toAddress", "transfers[2].toAddress", "transfers[2].points", "transfers[3].toAddress", "transfers[3].points"],
+      paths: [
+        "memo",
+        "transfers[1].toAddress",
+        "transfers[2].toAddress",
+        "transfers[2].points",
+        "transfers[3].toAddress",
+        "transfers[3].points",
+      ],
     },
     {
       name: "a ledger-rule error beside an invalid pointType",
@@ -510,9 +637,21 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
     expectValidationFailed(await rejected({ method: "POST", url: batchesUrl(), token: ledger.token, body: body() }, recipients), paths);
   });
 
+  it.each([0, 61, 1.5, "10"])('names the allowed range when secondsToFinalize is %j (not "must be null")', async (value) => {
+    const body = { ...batchBody([{ toAddress: recipients[0]!, points: "1" }]), secondsToFinalize: value };
+    const error = expectError(await rejected({ method: "PUT", url: batchUrl("b-1"), token: ledger.token, body }), 400, "VALIDATION_FAILED");
+    const detail = (error.details as { path: string; message: string }[]).find((entry) => entry.path === "secondsToFinalize");
+    expect(detail?.message).toBe("must be an integer from 1 to 60 (seconds), or null for the default");
+  });
+
   it("rejects an empty body, with or without a JSON content type", async () => {
     expectValidationFailed(await rejected({ method: "PUT", url: batchUrl("b-1"), token: ledger.token }), ["(body)"]);
-    const empty = await rejected({ method: "PUT", url: batchUrl("b-1"), token: ledger.token, headers: { "content-type": "application/json" } });
+    const empty = await rejected({
+      method: "PUT",
+      url: batchUrl("b-1"),
+      token: ledger.token,
+      headers: { "content-type": "application/json" },
+    });
     expectValidationFailed(empty, ["(body)"]);
   });
 
@@ -536,10 +675,14 @@ describe("submitting batches: validation (400 VALIDATION_FAILED, details per fie
     expect((await getBatch(batchId)).id).toBe(batchId);
   });
 
-  it("rejects a malformed contract address in the path", async () => {
+  it("answers 403 to a valid token with a malformed contract address in the path (403 is checked before 400)", async () => {
     const body = batchBody([{ toAddress: recipients[0]!, points: "1" }]);
-    expectValidationFailed(await rejected({ method: "PUT", url: batchUrl("b-1", "0x1234"), token: ledger.token, body }), ["contractAddress"]);
-    expectValidationFailed(await rejected({ method: "PUT", url: batchUrl("b-1", breakChecksum(ledger.contract)), token: ledger.token, body }), ["contractAddress"]);
+    expectError(await rejected({ method: "PUT", url: batchUrl("b-1", "0x1234"), token: ledger.token, body }), 403, "FORBIDDEN");
+    expectError(
+      await rejected({ method: "PUT", url: batchUrl("b-1", breakChecksum(ledger.contract)), token: ledger.token, body }),
+      403,
+      "FORBIDDEN",
+    );
   });
 });
 
@@ -547,19 +690,33 @@ describe("submitting batches: acceptance, idempotency and balance", () => {
   const [r1, r2, r3] = recipientAddresses(3);
 
   it("PUT accepts a batch and reserves its total in pendingSent", async () => {
-    const response = await withToken({ method: "PUT", url: batchUrl("batch-1"), body: batchBody([{ toAddress: r1!, points: "1.5" }, { toAddress: r2!, points: "2" }]) });
+    const response = await withToken({
+      method: "PUT",
+      url: batchUrl("batch-1"),
+      body: batchBody([
+        { toAddress: r1!, points: "1.5" },
+        { toAddress: r2!, points: "2" },
+      ]),
+    });
     expect(response.status).toBe(200);
     expect(response.json).toEqual({ success: true, batchId: "batch-1" });
     expect(await pointsBalance()).toMatchObject({ available: "996.5", pendingSent: "3.5" });
   });
 
   it("POST assigns a UUID batchId that GET finds", async () => {
-    const response = await withToken({ method: "POST", url: batchesUrl(), body: batchBody([{ toAddress: r1!, points: "3" }], "PHASE2_GOLD") });
+    const response = await withToken({
+      method: "POST",
+      url: batchesUrl(),
+      body: batchBody([{ toAddress: r1!, points: "3" }], "PHASE2_GOLD"),
+    });
     expect(response.status).toBe(200);
     const { batchId } = response.json as { batchId: string };
     expect(batchId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect((await getBatch(batchId)).points).toBe("3");
-    expect((await readBalances(ledger.send, ledger.contract, ledger.token)).PHASE2_GOLD).toMatchObject({ available: "7", pendingSent: "3" });
+    expect((await readBalances(ledger.send, ledger.contract, ledger.token)).PHASE2_GOLD).toMatchObject({
+      available: "7",
+      pendingSent: "3",
+    });
   });
 
   it("answers 422 INSUFFICIENT_BALANCE with {available, requested} and reserves nothing", async () => {
@@ -568,7 +725,10 @@ describe("submitting batches: acceptance, idempotency and balance", () => {
       method: "PUT",
       url: batchUrl("second"),
       token: ledger.token,
-      body: batchBody([{ toAddress: r2!, points: "0.25" }, { toAddress: r3!, points: "0.26" }]),
+      body: batchBody([
+        { toAddress: r2!, points: "0.25" },
+        { toAddress: r3!, points: "0.26" },
+      ]),
     });
     expect(expectError(response, 422, "INSUFFICIENT_BALANCE").details).toEqual({ available: "0.5", requested: "0.51" });
     expectError(await withToken({ method: "GET", url: batchUrl("second") }), 404, "NOT_FOUND");
@@ -578,31 +738,97 @@ describe("submitting batches: acceptance, idempotency and balance", () => {
   });
 
   it("checks each point type against its own balance", async () => {
-    const response = await rejected({ method: "POST", url: batchesUrl(), token: ledger.token, body: batchBody([{ toAddress: r1!, points: "10.000001" }], "PHASE2_GOLD") });
+    const response = await rejected({
+      method: "POST",
+      url: batchesUrl(),
+      token: ledger.token,
+      body: batchBody([{ toAddress: r1!, points: "10.000001" }], "PHASE2_GOLD"),
+    });
     expect(expectError(response, 422, "INSUFFICIENT_BALANCE").details).toEqual({ available: "10", requested: "10.000001" });
   });
 
   it("answers 409 BATCH_ID_EXISTS to a repeated PUT, matchesRequest true for the same batch in any spelling", async () => {
-    await putBatch(ledger.send, ledger, "dup", batchBody([{ toAddress: r1!, points: "1.5" }, { toAddress: r2!, points: "2" }], "PHASE2_POINTS", null));
+    await putBatch(
+      ledger.send,
+      ledger,
+      "dup",
+      batchBody(
+        [
+          { toAddress: r1!, points: "1.5" },
+          { toAddress: r2!, points: "2" },
+        ],
+        "PHASE2_POINTS",
+        null,
+      ),
+    );
     const sameRequest = batchBody(
-      [{ toAddress: r1!.toUpperCase().replace("0X", "0x"), points: "1.500" }, { toAddress: r2!, points: "2.0" }],
+      [
+        { toAddress: r1!.toUpperCase().replace("0X", "0x"), points: "1.500" },
+        { toAddress: r2!, points: "2.0" },
+      ],
       "PHASE2_POINTS",
       60,
     );
-    const response = await rejected({ method: "PUT", url: batchUrl("dup", ledger.contract.toLowerCase()), token: ledger.token, body: sameRequest });
+    const response = await rejected({
+      method: "PUT",
+      url: batchUrl("dup", ledger.contract.toLowerCase()),
+      token: ledger.token,
+      body: sameRequest,
+    });
     expect(expectError(response, 409, "BATCH_ID_EXISTS").details).toEqual({ batchId: "dup", status: "PENDING", matchesRequest: true });
   });
 
   it.each([
-    ["another amount", batchBody([{ toAddress: "R1", points: "1.5" }, { toAddress: "R2", points: "2.1" }])],
-    ["another order", batchBody([{ toAddress: "R2", points: "2" }, { toAddress: "R1", points: "1.5" }])],
-    ["another point type", batchBody([{ toAddress: "R1", points: "1.5" }, { toAddress: "R2", points: "2" }], "PHASE2_GOLD")],
-    ["another delay", batchBody([{ toAddress: "R1", points: "1.5" }, { toAddress: "R2", points: "2" }], "PHASE2_POINTS", 30)],
+    [
+      "another amount",
+      batchBody([
+        { toAddress: "R1", points: "1.5" },
+        { toAddress: "R2", points: "2.1" },
+      ]),
+    ],
+    [
+      "another order",
+      batchBody([
+        { toAddress: "R2", points: "2" },
+        { toAddress: "R1", points: "1.5" },
+      ]),
+    ],
+    [
+      "another point type",
+      batchBody(
+        [
+          { toAddress: "R1", points: "1.5" },
+          { toAddress: "R2", points: "2" },
+        ],
+        "PHASE2_GOLD",
+      ),
+    ],
+    [
+      "another delay",
+      batchBody(
+        [
+          { toAddress: "R1", points: "1.5" },
+          { toAddress: "R2", points: "2" },
+        ],
+        "PHASE2_POINTS",
+        30,
+      ),
+    ],
     ["a transfer fewer", batchBody([{ toAddress: "R1", points: "1.5" }])],
     ["a body over the balance", batchBody([{ toAddress: "R1", points: "5000" }])],
   ])("answers 409 BATCH_ID_EXISTS with matchesRequest false for %s", async (_name, template) => {
-    await putBatch(ledger.send, ledger, "dup", batchBody([{ toAddress: r1!, points: "1.5" }, { toAddress: r2!, points: "2" }]));
-    const body = JSON.parse(JSON.stringify(template).replaceAll('"R1"', JSON.stringify(r1)).replaceAll('"R2"', JSON.stringify(r2))) as unknown;
+    await putBatch(
+      ledger.send,
+      ledger,
+      "dup",
+      batchBody([
+        { toAddress: r1!, points: "1.5" },
+        { toAddress: r2!, points: "2" },
+      ]),
+    );
+    const body = JSON.parse(
+      JSON.stringify(template).replaceAll('"R1"', JSON.stringify(r1)).replaceAll('"R2"', JSON.stringify(r2)),
+    ) as unknown;
     const response = await rejected({ method: "PUT", url: batchUrl("dup"), token: ledger.token, body });
     expect(expectError(response, 409, "BATCH_ID_EXISTS").details).toEqual({ batchId: "dup", status: "PENDING", matchesRequest: false });
   });
@@ -661,7 +887,16 @@ describe("GET one batch", () => {
     ];
     const amounts = ["1.50", "2", "0.010000000000", "100.000000000001", "3.25"];
     clock.advance(123);
-    await putBatch(ledger.send, ledger, "shape", batchBody(spellings.map((toAddress, i) => ({ toAddress, points: amounts[i]! })), "PHASE2_POINTS", 7));
+    await putBatch(
+      ledger.send,
+      ledger,
+      "shape",
+      batchBody(
+        spellings.map((toAddress, i) => ({ toAddress, points: amounts[i]! })),
+        "PHASE2_POINTS",
+        7,
+      ),
+    );
     const batch = await getBatch("shape");
     expect(Object.keys(batch).sort()).toEqual([...BATCH_KEYS, "transfers"].sort());
     expect(batch).toEqual({
@@ -677,7 +912,10 @@ describe("GET one batch", () => {
       updatedAt: null,
       finalizedAt: null,
       cancelledAt: null,
-      transfers: spellings.map((toAddress, i) => ({ toAddress: getAddress(toAddress.toLowerCase()), points: ["1.5", "2", "0.01", "100.000000000001", "3.25"][i] })),
+      transfers: spellings.map((toAddress, i) => ({
+        toAddress: getAddress(toAddress.toLowerCase()),
+        points: ["1.5", "2", "0.01", "100.000000000001", "3.25"][i],
+      })),
     });
   });
 
@@ -847,7 +1085,19 @@ describe("DELETE (cancel)", () => {
   const [r1, r2] = recipientAddresses(2);
 
   it("cancels a PENDING batch, releases its total, and a repeated cancel answers the same 200", async () => {
-    await putBatch(ledger.send, ledger, "c1", batchBody([{ toAddress: r1!, points: "10" }, { toAddress: r2!, points: "0.5" }], "PHASE2_POINTS", 5));
+    await putBatch(
+      ledger.send,
+      ledger,
+      "c1",
+      batchBody(
+        [
+          { toAddress: r1!, points: "10" },
+          { toAddress: r2!, points: "0.5" },
+        ],
+        "PHASE2_POINTS",
+        5,
+      ),
+    );
     clock.advance(4_999);
     const response = await withToken({ method: "DELETE", url: batchUrl("c1") });
     expect(response.status).toBe(200);
@@ -900,7 +1150,14 @@ describe("finalization", () => {
       ledger.send,
       ledger,
       "pay",
-      batchBody([{ toAddress: recipient.contract.toLowerCase(), points: "1.5" }, { toAddress: plain, points: "2" }], "PHASE2_POINTS", 3),
+      batchBody(
+        [
+          { toAddress: recipient.contract.toLowerCase(), points: "1.5" },
+          { toAddress: plain, points: "2" },
+        ],
+        "PHASE2_POINTS",
+        3,
+      ),
     );
     clock.advance(2_999);
     expect(await ledger.finalizeDue()).toBe(0);
@@ -910,16 +1167,35 @@ describe("finalization", () => {
     expect(await ledger.finalizeDue()).toBe(0);
     const batch = await getBatch("pay");
     expect(batch).toMatchObject({ status: "FINALIZED", finalizedAt: iso(T0 + 3_000), updatedAt: iso(T0 + 3_000), cancelledAt: null });
-    expect(await pointsBalance()).toEqual({ available: "996.5", pendingSent: "0", earnedCumulative: "1000", receivedCumulative: "0", finalizedSentCumulative: "3.5" });
+    expect(await pointsBalance()).toEqual({
+      available: "996.5",
+      pendingSent: "0",
+      earnedCumulative: "1000",
+      receivedCumulative: "0",
+      finalizedSentCumulative: "3.5",
+      byAsset: NO_ASSET_CREDITS,
+    });
     const received = (await readBalances(ledger.send, recipient.contract, recipient.token)).PHASE2_POINTS;
-    expect(received).toEqual({ available: "1.5", pendingSent: "0", earnedCumulative: "0", receivedCumulative: "1.5", finalizedSentCumulative: "0" });
+    expect(received).toEqual({
+      available: "1.5",
+      pendingSent: "0",
+      earnedCumulative: "0",
+      receivedCumulative: "1.5",
+      finalizedSentCumulative: "0",
+      byAsset: NO_ASSET_CREDITS,
+    });
     expect(await ledger.store.verify()).toEqual([]);
   });
 
   it("lets a contract distribute points it received", async () => {
     const middle = await addContract(ledger);
     await putBatch(ledger.send, ledger, "in", batchBody([{ toAddress: middle.contract, points: "5" }], "PHASE2_POINTS", 1));
-    const tooEarly = await ledger.send({ method: "POST", url: batchesUrl(middle.contract), token: middle.token, body: batchBody([{ toAddress: randomAddress(), points: "1" }]) });
+    const tooEarly = await ledger.send({
+      method: "POST",
+      url: batchesUrl(middle.contract),
+      token: middle.token,
+      body: batchBody([{ toAddress: randomAddress(), points: "1" }]),
+    });
     expect(expectError(tooEarly, 422, "INSUFFICIENT_BALANCE").details).toEqual({ available: "0", requested: "1" });
     clock.advance(1_000);
     await ledger.finalizeDue();
@@ -930,13 +1206,20 @@ describe("finalization", () => {
       earnedCumulative: "0",
       receivedCumulative: "5",
       finalizedSentCumulative: "0",
+      byAsset: NO_ASSET_CREDITS,
     });
     expect(await ledger.store.verify()).toEqual([]);
   });
 
   it("finalizes on the real clock soon after finalizeAt with the polling finalizer", async () => {
     const live = await setupContract({ credits: { PHASE2_POINTS: "10" } });
-    const finalizer = new Finalizer(live.store, systemClock, { intervalMs: live.config.finalizerIntervalMs, batchesPerPass: 50 }, live.metrics, live.app.log);
+    const finalizer = new Finalizer(
+      live.store,
+      systemClock,
+      { intervalMs: live.config.finalizerIntervalMs, batchesPerPass: 50 },
+      live.metrics,
+      live.app.log,
+    );
     try {
       finalizer.start();
       await putBatch(live.send, live, "soon", batchBody([{ toAddress: randomAddress(), points: "2" }], "PHASE2_POINTS", 1));
@@ -950,7 +1233,10 @@ describe("finalization", () => {
       }
       expect(batch?.status).toBe("FINALIZED");
       expect(Date.parse(batch!.finalizedAt!)).toBeGreaterThanOrEqual(Date.parse(batch!.finalizeAt));
-      expect((await readBalances(live.send, live.contract, live.token)).PHASE2_POINTS).toMatchObject({ finalizedSentCumulative: "2", pendingSent: "0" });
+      expect((await readBalances(live.send, live.contract, live.token)).PHASE2_POINTS).toMatchObject({
+        finalizedSentCumulative: "2",
+        pendingSent: "0",
+      });
     } finally {
       await finalizer.stop();
       await live.close();
@@ -969,7 +1255,11 @@ describe("EIP-55 output", () => {
       body: batchBody([{ toAddress: `0x${recipient.slice(2).toUpperCase()}`, points: "1" }]),
     });
     expect(response.status).toBe(200);
-    const fromUpperPath = await ledger.send({ method: "GET", url: `/v1/contracts/0x${ledger.contract.slice(2).toUpperCase()}/batches/spell`, token: ledger.token });
+    const fromUpperPath = await ledger.send({
+      method: "GET",
+      url: `/v1/contracts/0x${ledger.contract.slice(2).toUpperCase()}/batches/spell`,
+      token: ledger.token,
+    });
     const batch = (fromUpperPath.json as { batch: BatchJson & { transfers: { toAddress: string }[] } }).batch;
     expect(batch.contractAddress).toBe(ledger.contract);
     expect(batch.transfers[0]!.toAddress).toBe(recipient);
@@ -993,8 +1283,19 @@ describe("error precedence: 401 > 403 > 413 > 415 > 400 > 404 > 409 > 422", () =
 
   it("403 before 413, 415 and 400", async () => {
     const other = await addContract(ledger);
-    for (const [body, contentType] of [[huge(), "application/json"], ["x", "text/plain"], ["{", "application/json"], ["{}", "application/json"]]) {
-      const response = await rejected({ method: "PUT", url: batchUrl("bad%20id!", other.contract), token: ledger.token, body, headers: { "content-type": contentType! } });
+    for (const [body, contentType] of [
+      [huge(), "application/json"],
+      ["x", "text/plain"],
+      ["{", "application/json"],
+      ["{}", "application/json"],
+    ]) {
+      const response = await rejected({
+        method: "PUT",
+        url: batchUrl("bad%20id!", other.contract),
+        token: ledger.token,
+        body,
+        headers: { "content-type": contentType! },
+      });
       expectError(response, 403, "FORBIDDEN");
     }
     const admin = await rejected({ method: "PUT", url: `/v1/admin/contracts/0x12/credits/bad%20id`, body: huge() });
@@ -1003,31 +1304,68 @@ describe("error precedence: 401 > 403 > 413 > 415 > 400 > 404 > 409 > 422", () =
 
   it("413 PAYLOAD_TOO_LARGE before 415 and 400", async () => {
     expectError(await rejected({ method: "PUT", url: batchUrl("b"), token: ledger.token, body: huge() }), 413, "PAYLOAD_TOO_LARGE");
-    const plain = await rejected({ method: "PUT", url: batchUrl("bad%20id!"), token: ledger.token, body: huge(), headers: { "content-type": "text/plain" } });
+    const plain = await rejected({
+      method: "PUT",
+      url: batchUrl("bad%20id!"),
+      token: ledger.token,
+      body: huge(),
+      headers: { "content-type": "text/plain" },
+    });
     expectError(plain, 413, "PAYLOAD_TOO_LARGE");
   });
 
   it("415 UNSUPPORTED_MEDIA_TYPE before 400", async () => {
     const valid = JSON.stringify(batchBody([{ toAddress: randomAddress(), points: "1" }]));
-    for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "application/vnd.api+json"]) {
-      expectError(await rejected({ method: "PUT", url: batchUrl("b"), token: ledger.token, body: valid, headers: { "content-type": contentType } }), 415, "UNSUPPORTED_MEDIA_TYPE");
+    for (const contentType of [
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=x",
+      "application/xml",
+      "application/vnd.api+json",
+    ]) {
+      expectError(
+        await rejected({ method: "PUT", url: batchUrl("b"), token: ledger.token, body: valid, headers: { "content-type": contentType } }),
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+      );
     }
-    const badId = await rejected({ method: "PUT", url: batchUrl("bad%20id!"), token: ledger.token, body: "{", headers: { "content-type": "text/plain" } });
+    const badId = await rejected({
+      method: "PUT",
+      url: batchUrl("bad%20id!"),
+      token: ledger.token,
+      body: "{",
+      headers: { "content-type": "text/plain" },
+    });
     expectError(badId, 415, "UNSUPPORTED_MEDIA_TYPE");
-    const challenge = await ledger.send({ method: "POST", url: "/v1/dapp-auth/challenge", body: "contractAddress=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const challenge = await ledger.send({
+      method: "POST",
+      url: "/v1/dapp-auth/challenge",
+      body: "contractAddress=x",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expectError(challenge, 415, "UNSUPPORTED_MEDIA_TYPE");
   });
 
   it("400 before 404, 409 and 422", async () => {
     expectValidationFailed(await withToken({ method: "GET", url: batchUrl(`${"n".repeat(65)}`) }), ["batchId"]);
     await putBatch(ledger.send, ledger, "taken", batchBody([{ toAddress: randomAddress(), points: "1" }]));
-    const invalidRepeat = await rejected({ method: "PUT", url: batchUrl("taken"), token: ledger.token, body: batchBody([{ toAddress: randomAddress(), points: "5000.0000000000001" }]) });
+    const invalidRepeat = await rejected({
+      method: "PUT",
+      url: batchUrl("taken"),
+      token: ledger.token,
+      body: batchBody([{ toAddress: randomAddress(), points: "5000.0000000000001" }]),
+    });
     expectValidationFailed(invalidRepeat, ["transfers[0].points"]);
   });
 
   it("409 BATCH_ID_EXISTS before 422", async () => {
     await putBatch(ledger.send, ledger, "taken", batchBody([{ toAddress: randomAddress(), points: "999" }]));
-    const response = await rejected({ method: "PUT", url: batchUrl("taken"), token: ledger.token, body: batchBody([{ toAddress: randomAddress(), points: "2" }]) });
+    const response = await rejected({
+      method: "PUT",
+      url: batchUrl("taken"),
+      token: ledger.token,
+      body: batchBody([{ toAddress: randomAddress(), points: "2" }]),
+    });
     expect(expectError(response, 409, "BATCH_ID_EXISTS").details).toMatchObject({ matchesRequest: false });
   });
 
@@ -1106,7 +1444,19 @@ describe("operations", () => {
 
   it("GET /metrics counts requests by route and status, batches and finalization", async () => {
     const [r1, r2] = recipientAddresses(2);
-    await putBatch(ledger.send, ledger, "m1", batchBody([{ toAddress: r1!, points: "1" }, { toAddress: r2!, points: "1" }], "PHASE2_POINTS", 1));
+    await putBatch(
+      ledger.send,
+      ledger,
+      "m1",
+      batchBody(
+        [
+          { toAddress: r1!, points: "1" },
+          { toAddress: r2!, points: "1" },
+        ],
+        "PHASE2_POINTS",
+        1,
+      ),
+    );
     await putBatch(ledger.send, ledger, "m2", batchBody([{ toAddress: r1!, points: "1" }], "PHASE2_POINTS", 5));
     await withToken({ method: "DELETE", url: batchUrl("m2") });
     await withToken({ method: "PUT", url: batchUrl("m1"), body: {} });
@@ -1132,7 +1482,7 @@ describe("operations", () => {
     expect(value("points_finalizer_lag_seconds_count")).toBe(1);
   });
 
-  it("GET /openapi.json documents every route of API.md from the validating schemas", async () => {
+  it("GET /openapi.json documents every route of docs/api.md from the validating schemas", async () => {
     const response = await ledger.send({ method: "GET", url: "/openapi.json" });
     expect(response.status).toBe(200);
     const doc = response.json as { openapi: string; paths: Record<string, Record<string, { requestBody?: unknown }>> };
@@ -1179,6 +1529,8 @@ describe("operations", () => {
         "BATCH_ID_EXISTS",
         "BATCH_NOT_CANCELLABLE",
         "CREDIT_ID_EXISTS",
+        "SNAPSHOT_ID_EXISTS",
+        "CURSOR_EXPIRED",
         "PAYLOAD_TOO_LARGE",
         "UNSUPPORTED_MEDIA_TYPE",
         "INSUFFICIENT_BALANCE",

@@ -21,8 +21,7 @@ const unitsInRange = fc.oneof(
   fc.bigInt({ min: 0n, max: 10n ** 18n }).map((whole) => whole * UNITS_PER_POINT),
 );
 
-const digitString = (minLength: number, maxLength: number) =>
-  fc.string({ unit: fc.constantFrom(...DIGITS), minLength, maxLength });
+const digitString = (minLength: number, maxLength: number) => fc.string({ unit: fc.constantFrom(...DIGITS), minLength, maxLength });
 
 /** A whole part in the accepted form: "0" or 1..18 digits without a leading zero (always < 10^18). */
 const wholeText = fc.oneof(
@@ -176,7 +175,9 @@ describe("formatPoints and parsePoints", () => {
       fc.constant((text: string) => `0${text}`),
       fc.constant((text: string) => `${text.split(".")[0]}.`),
       fc.constantFrom("١", "１", "𝟏", "٣").map((digit) => (text: string) => text.replace(/[0-9]/, digit)),
-      fc.constant((text: string) => (text.includes(".") ? `${text}0000000000000`.slice(0, text.indexOf(".") + 14) : `${text}.0000000000001`)),
+      fc.constant((text: string) =>
+        text.includes(".") ? `${text}0000000000000`.slice(0, text.indexOf(".") + 14) : `${text}.0000000000001`,
+      ),
     );
     fc.assert(
       fc.property(validPointsText, mutation, (text, mutate) => {
@@ -192,6 +193,7 @@ describe("toNewBatch minimum transfer sizes", () => {
   const rules: BatchRules = {
     minimumTransferUnits: { PHASE2_POINTS: parsePoints("0.01")!, PHASE2_GOLD: parsePoints("0.000001")! },
     defaultFinalizeSeconds: 86_400,
+    maxTransfersPerBatch: 2000,
   };
   const recipient = (i: number) => `0x${(i + 1).toString(16).padStart(40, "0")}`;
 
@@ -211,7 +213,7 @@ describe("toNewBatch minimum transfer sizes", () => {
     const pointTypes = fc.constantFrom<PointType>("PHASE2_POINTS", "PHASE2_GOLD");
     fc.assert(
       fc.property(pointTypes, fc.bigInt({ min: -3n, max: 3n }), fc.bigInt({ min: 0n, max: MAX_POINTS_UNITS }), (pointType, offset, far) => {
-        const minimum = rules.minimumTransferUnits[pointType];
+        const minimum = rules.minimumTransferUnits[pointType]!;
         // Amounts right around the minimum, and anywhere in range.
         for (const units of [minimum + offset, far]) {
           if (units < 0n) continue;
@@ -242,16 +244,19 @@ describe("toNewBatch minimum transfer sizes", () => {
 
   it("totals the accepted transfers exactly", () => {
     fc.assert(
-      fc.property(fc.array(fc.bigInt({ min: parsePoints("0.01")!, max: 10n ** 17n * UNITS_PER_POINT }), { minLength: 1, maxLength: 8 }), (amounts) => {
-        const body = {
-          pointType: "PHASE2_POINTS" as const,
-          transfers: amounts.map((units, i) => ({ toAddress: recipient(i), points: formatPoints(units) })),
-        };
-        const batch = toNewBatch(contract, "batch-1", body, rules, 1000);
-        expect(batch.transfers.map((t) => t.amount)).toEqual(amounts);
-        expect(batch.total).toBe(amounts.reduce((sum, units) => sum + units, 0n));
-        expect(batch.secondsToFinalize).toBe(86_400);
-      }),
+      fc.property(
+        fc.array(fc.bigInt({ min: parsePoints("0.01")!, max: 10n ** 17n * UNITS_PER_POINT }), { minLength: 1, maxLength: 8 }),
+        (amounts) => {
+          const body = {
+            pointType: "PHASE2_POINTS" as const,
+            transfers: amounts.map((units, i) => ({ toAddress: recipient(i), points: formatPoints(units) })),
+          };
+          const batch = toNewBatch(contract, "batch-1", body, rules, 1000);
+          expect(batch.transfers.map((t) => t.amount)).toEqual(amounts);
+          expect(batch.total).toBe(amounts.reduce((sum, units) => sum + units, 0n));
+          expect(batch.secondsToFinalize).toBe(86_400);
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -128,7 +128,10 @@ describe("catch-up after downtime", () => {
     }
     const balances = await callOk(server.url, "GET", `/v1/contracts/${ledger.contract}/point-balances`, token);
     const sent = formatPoints(sumUnits(amounts.map((a) => parsePoints(a)!)));
-    expect((balances.balancesByPointType as Record<string, unknown>).PHASE2_POINTS).toMatchObject({ finalizedSentCumulative: sent, pendingSent: "0" });
+    expect((balances.balancesByPointType as Record<string, unknown>).PHASE2_POINTS).toMatchObject({
+      finalizedSentCumulative: sent,
+      pendingSent: "0",
+    });
   }, 60_000);
 });
 
@@ -143,7 +146,12 @@ async function holdPut(agent: Agent, url: string, path: string, token: string, b
   const req = request(url + path, {
     agent,
     method: "PUT",
-    headers: { "content-type": "application/json", "content-length": payload.length, authorization: `Bearer ${token}`, expect: "100-continue" },
+    headers: {
+      "content-type": "application/json",
+      "content-length": payload.length,
+      authorization: `Bearer ${token}`,
+      expect: "100-continue",
+    },
   });
   const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
     req.once("error", reject);
@@ -177,7 +185,12 @@ describe("graceful shutdown", () => {
     const ledger = newLedger("graceful");
     const server = await start(ledger.env, "graceful shutdown");
     const token = await openContract(server, ledger);
-    const bodies = [1, 2, 3].map((n) => batchBody(Array.from({ length: 500 }, () => `0.0${n}`), 60));
+    const bodies = [1, 2, 3].map((n) =>
+      batchBody(
+        Array.from({ length: 500 }, () => `0.0${n}`),
+        60,
+      ),
+    );
     // Keeps idle sockets a minute, like a load balancer: shutdown must not wait for the client to hang up.
     const agent = new Agent({ keepAlive: true, timeout: 60_000 });
     onTestFinished(() => agent.destroy());
@@ -188,13 +201,20 @@ describe("graceful shutdown", () => {
     await pollUntil("the server to refuse new requests", SHUTDOWN_STARTED_DEADLINE_MS, () => refusesNewRequests(server.url));
     for (const request of held) request.finish();
     const responses = await Promise.all(held.map((request) => request.response));
-    expect(responses.map((r) => r.status), JSON.stringify(responses)).toEqual([200, 200, 200]);
-    expect(responses.map((r) => JSON.parse(r.body) as unknown)).toEqual(bodies.map((_, i) => ({ success: true, batchId: `in-flight-${i}` })));
+    expect(
+      responses.map((r) => r.status),
+      JSON.stringify(responses),
+    ).toEqual([200, 200, 200]);
+    expect(responses.map((r) => JSON.parse(r.body) as unknown)).toEqual(
+      bodies.map((_, i) => ({ success: true, batchId: `in-flight-${i}` })),
+    );
     const exit = await server.waitForExit();
     expect(exit, server.output()).toEqual({ code: 0, signal: null });
 
     const db = new Database(ledger.databasePath, { readonly: true });
-    const counts = db.prepare("SELECT b.batch_id AS id, count(*) AS n FROM batches b JOIN transfers t ON t.seq = b.seq GROUP BY b.seq ORDER BY b.batch_id").all();
+    const counts = db
+      .prepare("SELECT b.batch_id AS id, count(*) AS n FROM batches b JOIN transfers t ON t.seq = b.seq GROUP BY b.seq ORDER BY b.batch_id")
+      .all();
     db.close();
     expect(counts).toEqual(bodies.map((_, i) => ({ id: `in-flight-${i}`, n: 500 })));
     expect((await runCli(["verify"], ledger.env)).code).toBe(0);
@@ -204,7 +224,11 @@ describe("graceful shutdown", () => {
 describe("invalid configuration", () => {
   const cases: [string, Env, RegExp][] = [
     ["PORT=abc", { PORT: "abc" }, /PORT/],
-    ["MINIMUM_FINALIZE_SECONDS > DEFAULT_FINALIZE_SECONDS", { MINIMUM_FINALIZE_SECONDS: "100", DEFAULT_FINALIZE_SECONDS: "50" }, /DEFAULT_FINALIZE_SECONDS.*MINIMUM_FINALIZE_SECONDS/],
+    [
+      "MINIMUM_FINALIZE_SECONDS > DEFAULT_FINALIZE_SECONDS",
+      { MINIMUM_FINALIZE_SECONDS: "100", DEFAULT_FINALIZE_SECONDS: "50" },
+      /DEFAULT_FINALIZE_SECONDS.*MINIMUM_FINALIZE_SECONDS/,
+    ],
     ["DATABASE_URL=mysql://x", { DATABASE_URL: "mysql://x" }, /DATABASE_URL/],
     ["a short ADMIN_TOKEN", { ADMIN_TOKEN: "short" }, /ADMIN_TOKEN/],
     ["LOG_LEVEL=loud", { LOG_LEVEL: "loud" }, /LOG_LEVEL/],
@@ -267,7 +291,9 @@ describe("the CLI", () => {
     const copyPath = join(dir, "corrupt-copy.db");
     copyFileSync(ledger.databasePath, copyPath);
     const db = new Database(copyPath);
-    const changed = db.prepare("UPDATE accounts SET pending_w = pending_w + 1 WHERE address = ? AND point_type = 'PHASE2_POINTS'").run(ledger.contract.toLowerCase());
+    const changed = db
+      .prepare("UPDATE accounts SET pending_w = pending_w + 1 WHERE address = ? AND point_type = 'PHASE2_POINTS'")
+      .run(ledger.contract.toLowerCase());
     db.close();
     expect(changed.changes).toBe(1);
 

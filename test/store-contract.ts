@@ -1,9 +1,19 @@
 import { randomBytes } from "node:crypto";
+import { getAddress } from "viem";
 import { afterAll, describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
 import type { Batch, BatchStatus, NewBatch, PointType } from "../src/domain/batch.js";
 import { MAX_POINTS_UNITS, formatPoints, parsePoints } from "../src/domain/points.js";
-import { availableOf, type Balance, type BatchQuery, type LedgerStore } from "../src/store/store.js";
+import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../src/store/finalize-retry.js";
+import { byPointTypeThenAsset, LedgerModel } from "./helpers/ledger-model.js";
+import {
+  availableOf,
+  type Balance,
+  type BatchQuery,
+  type FinalizeFailure,
+  type LedgerStore,
+  type StoredEvent,
+} from "../src/store/store.js";
 
 /**
  * The LedgerStore contract: every adapter runs this same suite (test/store-sqlite.test.ts,
@@ -22,6 +32,13 @@ export interface StoreContractOptions {
   skipMessage?: string;
   /** Start of the suite's time windows, epoch milliseconds. */
   epochMs?: number;
+  /**
+   * Makes one batch of the suite's store impossible to finalize by corrupting its stored row
+   * (e.g. its transfer count, which finalization checks), and returns the repair. It goes to the
+   * database directly, since the port cannot corrupt anything; without it the tests of failing
+   * finalizations are skipped.
+   */
+  breakBatch?: (contract: AddressKey, batchId: string) => Promise<() => Promise<void>>;
 }
 
 const WINDOW_MS = 30 * 24 * 3600 * 1000;
@@ -33,20 +50,24 @@ interface Fixture {
   store: LedgerStore;
   /** Start of a time window no earlier test used, with everything due in it already finalized. */
   freshWindow(): Promise<number>;
+  /**
+   * A migrated store on a database of its own (makeStore called again), for tests that issue
+   * most of a point type's 10^18-point supply, which would leave the shared one none.
+   */
+  isolatedStore(): Promise<LedgerStore>;
 }
 
-export function storeContractSuite(
-  name: string,
-  makeStore: () => Promise<LedgerStore | null>,
-  options: StoreContractOptions = {},
-): void {
+export function storeContractSuite(name: string, makeStore: () => Promise<LedgerStore | null>, options: StoreContractOptions = {}): void {
   describe(name, async () => {
     const store = await makeStore();
     if (store === null) {
       it.skip(`skipped: ${options.skipMessage ?? "makeStore returned null (no database configured)"}`, () => {});
       return;
     }
-    afterAll(() => store.close());
+    const isolatedStores: LedgerStore[] = [];
+    afterAll(async () => {
+      await Promise.all([store, ...isolatedStores].map((opened) => opened.close()));
+    });
     await store.migrate();
     let windows = 0;
     const fixture: Fixture = {
@@ -55,6 +76,13 @@ export function storeContractSuite(
         const startMs = (options.epochMs ?? DEFAULT_EPOCH_MS) + windows++ * WINDOW_MS;
         await finalizeEverythingDue(store, startMs + WINDOW_MS - 1);
         return startMs;
+      },
+      isolatedStore: async () => {
+        const isolated = await makeStore();
+        if (isolated === null || isolated === store) throw new Error("makeStore must open a new database on each call");
+        isolatedStores.push(isolated);
+        await isolated.migrate();
+        return isolated;
       },
     };
     schemaTests(fixture);
@@ -66,6 +94,11 @@ export function storeContractSuite(
     authTests(fixture);
     exactAmountTests(fixture);
     concurrencyTests(fixture);
+    fairFinalizeTests(fixture);
+    failingFinalizeTests(fixture, options.breakBatch);
+    configuredPointTypeTests(fixture);
+    assetEarningsTests(fixture);
+    eventLogTests(fixture);
     it("verify() finds no violation after every operation above", async () => {
       expect(await store.verify()).toEqual([]);
     });
@@ -130,7 +163,7 @@ function bigintJson(_key: string, value: unknown): unknown {
 }
 
 async function balanceOf(store: LedgerStore, address: AddressKey, pointType: PointType = "PHASE2_POINTS"): Promise<Balance> {
-  return (await store.getBalances(address))[pointType];
+  return (await store.getBalances(address, [pointType]))[pointType]!;
 }
 
 function balance(earned: string, received: string, finalizedSent: string, pending: string): Balance {
@@ -156,12 +189,15 @@ function schemaTests({ store }: Fixture): void {
   });
 }
 
-function creditTests({ store, freshWindow }: Fixture): void {
+function creditTests({ store, freshWindow, isolatedStore }: Fixture): void {
   describe("credit", () => {
     it("adds to earnedCumulative of one point type only", async () => {
       const now = await freshWindow();
       const address = randomAddress();
-      expect(await store.getBalances(address)).toEqual({ PHASE2_POINTS: balance("0", "0", "0", "0"), PHASE2_GOLD: balance("0", "0", "0", "0") });
+      expect(await store.getBalances(address)).toEqual({
+        PHASE2_POINTS: balance("0", "0", "0", "0"),
+        PHASE2_GOLD: balance("0", "0", "0", "0"),
+      });
       await fund(store, address, "PHASE2_GOLD", "1.5", now);
       await fund(store, address, "PHASE2_GOLD", "0.000000000001", now);
       expect(await store.getBalances(address)).toEqual({
@@ -178,7 +214,10 @@ function creditTests({ store, freshWindow }: Fixture): void {
       expect(await store.credit(credit)).toEqual({ kind: "exists", matchesRequest: true });
       expect(await store.credit({ ...credit, amount: units("7.000000000001") })).toEqual({ kind: "exists", matchesRequest: false });
       expect(await store.credit({ ...credit, pointType: "PHASE2_GOLD" })).toEqual({ kind: "exists", matchesRequest: false });
-      expect(await store.getBalances(address)).toEqual({ PHASE2_POINTS: balance("7", "0", "0", "0"), PHASE2_GOLD: balance("0", "0", "0", "0") });
+      expect(await store.getBalances(address)).toEqual({
+        PHASE2_POINTS: balance("7", "0", "0", "0"),
+        PHASE2_GOLD: balance("0", "0", "0", "0"),
+      });
     });
 
     it("scopes creditIds to their address", async () => {
@@ -186,12 +225,15 @@ function creditTests({ store, freshWindow }: Fixture): void {
       const [first, second] = [randomAddress(), randomAddress()];
       const creditId = randomId("shared");
       for (const address of [first, second]) {
-        expect(await store.credit({ address, creditId, pointType: "PHASE2_POINTS", amount: units("2"), createdAtMs: now })).toEqual({ kind: "credited" });
+        expect(await store.credit({ address, creditId, pointType: "PHASE2_POINTS", amount: units("2"), createdAtMs: now })).toEqual({
+          kind: "credited",
+        });
       }
       expect((await balanceOf(store, second)).earnedCumulative).toBe(units("2"));
     });
 
     it("refuses a credit that would take earnedCumulative past 10^18 points, changing nothing", async () => {
+      const store = await isolatedStore();
       const now = await freshWindow();
       const address = randomAddress();
       await fund(store, address, "PHASE2_POINTS", "999999999999999999.999999999999", now);
@@ -207,6 +249,42 @@ function creditTests({ store, freshWindow }: Fixture): void {
       // The other point type has its own limit.
       await fund(store, address, "PHASE2_GOLD", "1000000000000000000", now);
     });
+
+    it("refuses a credit that would take the point type's supply (all addresses) past 10^18 points", async () => {
+      const store = await isolatedStore();
+      const now = await freshWindow();
+      const [first, second, third] = [randomAddress(), randomAddress(), randomAddress()];
+      await fund(store, first, "PHASE2_POINTS", "600000000000000000", now);
+      await fund(store, second, "PHASE2_POINTS", "399999999999999999.999999999999", now);
+      const over = { address: third, creditId: randomId("supply"), pointType: "PHASE2_POINTS" as const, amount: 2n, createdAtMs: now };
+      expect(await store.credit(over)).toEqual({ kind: "overflow" });
+      expect(await balanceOf(store, third)).toEqual(balance("0", "0", "0", "0"));
+      // The last unit fits; after it, nothing more of this point type can be issued to anyone.
+      expect(await store.credit({ ...over, amount: 1n })).toEqual({ kind: "credited" });
+      expect(await store.credit({ ...over, creditId: randomId("supply"), address: first, amount: 1n })).toEqual({ kind: "overflow" });
+      // A repeated credit is still recognized; the other point type has a supply of its own.
+      expect(await store.credit({ ...over, amount: 1n })).toEqual({ kind: "exists", matchesRequest: true });
+      await fund(store, third, "PHASE2_GOLD", "1000000000000000000", now);
+      expect((await balanceOf(store, first)).earnedCumulative).toBe(units("600000000000000000"));
+      expect(await store.verify()).toEqual([]);
+    });
+
+    it("lets concurrent credits issue no more than the supply", async () => {
+      const store = await isolatedStore();
+      const now = await freshWindow();
+      const amount = MAX_POINTS_UNITS / 4n;
+      const credits = Array.from({ length: 10 }, () => ({
+        address: randomAddress(),
+        creditId: randomId("race"),
+        pointType: "PHASE2_GOLD" as const,
+        amount,
+        createdAtMs: now,
+      }));
+      const results = await Promise.all(credits.map((credit) => store.credit(credit)));
+      expect(results.filter((result) => result.kind === "credited")).toHaveLength(4);
+      expect(results.filter((result) => result.kind === "overflow")).toHaveLength(6);
+      expect(await store.verify()).toEqual([]);
+    });
   });
 }
 
@@ -216,7 +294,15 @@ function submitTests({ store, freshWindow }: Fixture): void {
       const now = await freshWindow();
       const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
       await fund(store, contract, "PHASE2_POINTS", "10", now);
-      const request = batchOf(contract, [[alice, "1.25"], [bob, "2.000000000001"]], now, { secondsToFinalize: 3600 });
+      const request = batchOf(
+        contract,
+        [
+          [alice, "1.25"],
+          [bob, "2.000000000001"],
+        ],
+        now,
+        { secondsToFinalize: 3600 },
+      );
       const batch = await submitAccepted(store, request);
       expect(batch).toEqual({
         contract,
@@ -268,17 +354,33 @@ function submitTests({ store, freshWindow }: Fixture): void {
       const now = await freshWindow();
       const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
       await fund(store, contract, "PHASE2_POINTS", "100", now);
-      const request = batchOf(contract, [[alice, "1"], [bob, "2"]], now, { secondsToFinalize: 120 });
+      const request = batchOf(
+        contract,
+        [
+          [alice, "1"],
+          [bob, "2"],
+        ],
+        now,
+        { secondsToFinalize: 120 },
+      );
       await submitAccepted(store, request);
       const variants: NewBatch[] = [
         { ...request, transfers: [...request.transfers].reverse() },
-        { ...request, transfers: [request.transfers[0]!, { toAddress: bob, amount: units("2.000000000001") }], total: units("3.000000000001") },
+        {
+          ...request,
+          transfers: [request.transfers[0]!, { toAddress: bob, amount: units("2.000000000001") }],
+          total: units("3.000000000001"),
+        },
         { ...request, transfers: [request.transfers[0]!], total: units("1") },
         { ...request, pointType: "PHASE2_GOLD" },
         { ...request, secondsToFinalize: 121 },
       ];
       // A retry of the same request, even later, matches.
-      expect(await store.submitBatch({ ...request, createdAtMs: now + 5000 })).toEqual({ kind: "exists", status: "PENDING", matchesRequest: true });
+      expect(await store.submitBatch({ ...request, createdAtMs: now + 5000 })).toEqual({
+        kind: "exists",
+        status: "PENDING",
+        matchesRequest: true,
+      });
       for (const variant of variants) {
         expect(await store.submitBatch(variant)).toEqual({ kind: "exists", status: "PENDING", matchesRequest: false });
       }
@@ -303,7 +405,14 @@ function submitTests({ store, freshWindow }: Fixture): void {
       const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
       await fund(store, contract, "PHASE2_POINTS", "5", now);
       await submitAccepted(store, batchOf(contract, [[alice, "2"]], now));
-      const request = batchOf(contract, [[alice, "1"], [bob, "2.000000000001"]], now);
+      const request = batchOf(
+        contract,
+        [
+          [alice, "1"],
+          [bob, "2.000000000001"],
+        ],
+        now,
+      );
       expect(await store.submitBatch(request)).toEqual({ kind: "insufficient", available: units("3"), requested: units("3.000000000001") });
       expect(await store.getBatch(contract, request.batchId)).toBeNull();
       expect(await balanceOf(store, contract)).toEqual(balance("5", "0", "0", "2"));
@@ -337,7 +446,10 @@ function listTests({ store, freshWindow }: Fixture): void {
       const asc: Batch[] = [];
       for (const [i, offset] of createdOffsetsMs.entries()) {
         const pointType: PointType = i % 3 === 0 ? "PHASE2_GOLD" : "PHASE2_POINTS";
-        const request = batchOf(contract, [[randomAddress(), `${i + 1}`]], now + offset, { pointType, batchId: `list-${i}-${randomId("b")}` });
+        const request = batchOf(contract, [[randomAddress(), `${i + 1}`]], now + offset, {
+          pointType,
+          batchId: `list-${i}-${randomId("b")}`,
+        });
         asc.push(await submitAccepted(store, request));
       }
       for (const i of [2, 5]) {
@@ -476,7 +588,18 @@ function finalizeTests({ store, freshWindow }: Fixture): void {
       const now = await freshWindow();
       const [contract, alice, bob] = [randomAddress(), randomAddress(), randomAddress()];
       await fund(store, contract, "PHASE2_POINTS", "100", now);
-      const a = await submitAccepted(store, batchOf(contract, [[alice, "1"], [bob, "0.5"]], now, { secondsToFinalize: 300 }));
+      const a = await submitAccepted(
+        store,
+        batchOf(
+          contract,
+          [
+            [alice, "1"],
+            [bob, "0.5"],
+          ],
+          now,
+          { secondsToFinalize: 300 },
+        ),
+      );
       const b = await submitAccepted(store, batchOf(contract, [[alice, "2"]], now + 1, { secondsToFinalize: 100 }));
       const c = await submitAccepted(store, batchOf(contract, [[bob, "4.000000000001"]], now + 2, { secondsToFinalize: 200 }));
       return { now, contract, alice, bob, a, b, c };
@@ -487,13 +610,15 @@ function finalizeTests({ store, freshWindow }: Fixture): void {
       expect(await store.nextFinalizeAtMs()).toBe(b.finalizeAtMs);
       expect(await store.finalizeDue(b.finalizeAtMs - 1, 100)).toEqual([]);
       const due = await store.finalizeDue(c.finalizeAtMs, 100);
-      expect(due).toEqual([b, c].map((x) => ({
-        contract,
-        batchId: x.batchId,
-        transferCount: x.transferCount,
-        finalizeAtMs: x.finalizeAtMs,
-        finalizedAtMs: c.finalizeAtMs,
-      })));
+      expect(due).toEqual(
+        [b, c].map((x) => ({
+          contract,
+          batchId: x.batchId,
+          transferCount: x.transferCount,
+          finalizeAtMs: x.finalizeAtMs,
+          finalizedAtMs: c.finalizeAtMs,
+        })),
+      );
       expect(await store.getBatch(contract, b.batchId)).toMatchObject({
         status: "FINALIZED",
         finalizedAtMs: c.finalizeAtMs,
@@ -574,7 +699,11 @@ function authTests({ store, freshWindow }: Fixture): void {
       await store.setOperator(contract, second, now + 4);
       expect(await store.getOperator(contract)).toBe(second);
       expect(await store.findToken(kept.tokenHash, now + 5)).toBeNull();
-      expect(await store.findToken(elsewhere.tokenHash, now + 5)).toEqual({ contract: otherContract, operator: first, expiresAtMs: elsewhere.expiresAtMs });
+      expect(await store.findToken(elsewhere.tokenHash, now + 5)).toEqual({
+        contract: otherContract,
+        operator: first,
+        expiresAtMs: elsewhere.expiresAtMs,
+      });
       const fresh = token(contract, second, now + 6, 1000);
       await store.createToken(fresh);
       expect(await store.findToken(fresh.tokenHash, now + 7)).toMatchObject({ operator: second });
@@ -642,20 +771,31 @@ function authTests({ store, freshWindow }: Fixture): void {
   });
 }
 
-function exactAmountTests({ store, freshWindow }: Fixture): void {
+function exactAmountTests({ store, freshWindow, isolatedStore }: Fixture): void {
   describe("exact amounts", () => {
     it("keeps amounts near 10^18 points exact through submit, finalize and spending", async () => {
+      const store = await isolatedStore();
       const now = await freshWindow();
       const [contract, whale, dust] = [randomAddress(), randomAddress(), randomAddress()];
       await fund(store, contract, "PHASE2_POINTS", "999999999999999999.999999999999", now);
       const big = await submitAccepted(
         store,
-        batchOf(contract, [[whale, "999999999999999999.999999999998"], [dust, "0.000000000001"]], now, { secondsToFinalize: 1 }),
+        batchOf(
+          contract,
+          [
+            [whale, "999999999999999999.999999999998"],
+            [dust, "0.000000000001"],
+          ],
+          now,
+          { secondsToFinalize: 1 },
+        ),
       );
       expect(big.total).toBe(MAX_POINTS_UNITS - 1n);
       expect(availableOf(await balanceOf(store, contract))).toBe(0n);
       expect(await store.finalizeDue(big.finalizeAtMs, 10)).toHaveLength(1);
-      expect(await balanceOf(store, contract)).toEqual(balance("999999999999999999.999999999999", "0", "999999999999999999.999999999999", "0"));
+      expect(await balanceOf(store, contract)).toEqual(
+        balance("999999999999999999.999999999999", "0", "999999999999999999.999999999999", "0"),
+      );
       expect(formatPoints((await balanceOf(store, whale)).receivedCumulative)).toBe("999999999999999999.999999999998");
       expect((await balanceOf(store, dust)).receivedCumulative).toBe(1n);
       // The whale sends everything back; the sender ends with exactly 10^18 - 1 unit available again.
@@ -766,4 +906,437 @@ function concurrencyTests({ store, freshWindow }: Fixture): void {
       expect(await store.verify()).toEqual([]);
     });
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fair and isolated finalization (issue 8 items 6 and 13).
+
+/** The contracts of `batches`, counted. */
+function perContract(batches: { contract: AddressKey }[]): Map<AddressKey, number> {
+  const counts = new Map<AddressKey, number>();
+  for (const batch of batches) counts.set(batch.contract, (counts.get(batch.contract) ?? 0) + 1);
+  return counts;
+}
+
+function fairFinalizeTests({ store, freshWindow }: Fixture): void {
+  describe("fair finalization across contracts", () => {
+    it("claims due batches round-robin by contract: a batch behind another contract's backlog goes in the first pass", async () => {
+      const now = await freshWindow();
+      const [backlog, few, late] = [randomAddress(), randomAddress(), randomAddress()];
+      for (const contract of [backlog, few, late]) await fund(store, contract, "PHASE2_POINTS", "100", now);
+      const backlogBatches: Batch[] = [];
+      for (let i = 0; i < 30; i++) {
+        backlogBatches.push(await submitAccepted(store, batchOf(backlog, [[randomAddress(), "1"]], now + i, { secondsToFinalize: 1 })));
+      }
+      const fewBatches = [
+        await submitAccepted(store, batchOf(few, [[randomAddress(), "1"]], now + 30, { secondsToFinalize: 1 })),
+        await submitAccepted(store, batchOf(few, [[randomAddress(), "1"]], now + 31, { secondsToFinalize: 1 })),
+      ];
+      // Submitted after the whole backlog and due after it: oldest-first would take it last.
+      const lateBatch = await submitAccepted(store, batchOf(late, [[randomAddress(), "1"]], now + 40, { secondsToFinalize: 1 }));
+      const dueMs = lateBatch.finalizeAtMs;
+
+      const first = await store.finalizeDue(dueMs, 3);
+      expect(perContract(first)).toEqual(
+        new Map([
+          [backlog, 1],
+          [few, 1],
+          [late, 1],
+        ]),
+      );
+      expect(first.map((b) => b.batchId).sort()).toEqual([backlogBatches[0]!, fewBatches[0]!, lateBatch].map((b) => b.batchId).sort());
+      const second = await store.finalizeDue(dueMs, 3);
+      expect(perContract(second)).toEqual(
+        new Map([
+          [backlog, 2],
+          [few, 1],
+        ]),
+      );
+      expect(second.map((b) => b.batchId).sort()).toEqual(
+        [backlogBatches[1]!, backlogBatches[2]!, fewBatches[1]!].map((b) => b.batchId).sort(),
+      );
+
+      // The rest of the backlog, oldest first, each batch once.
+      const rest: string[] = [];
+      for (let pass = 0; pass < MAX_DRAIN_PASSES; pass++) {
+        const finalized = await store.finalizeDue(dueMs, 3);
+        if (finalized.length === 0) break;
+        rest.push(...finalized.map((b) => b.batchId));
+      }
+      expect(rest).toEqual(backlogBatches.slice(3).map((b) => b.batchId));
+      expect(await balanceOf(store, backlog)).toEqual(balance("100", "0", "30", "0"));
+    });
+  });
+}
+
+function failingFinalizeTests({ store, freshWindow }: Fixture, breakBatch: StoreContractOptions["breakBatch"]): void {
+  describe("a batch whose finalization fails", () => {
+    const test = breakBatch ? it : it.skip;
+
+    test("is set aside with its failure stored while every other due batch finalizes, even more of them than the per-pass limit", async () => {
+      const now = await freshWindow();
+      const [broken, healthy] = [randomAddress(), randomAddress()];
+      await fund(store, broken, "PHASE2_POINTS", "100", now);
+      await fund(store, healthy, "PHASE2_POINTS", "100", now);
+      const failing: Batch[] = [];
+      for (let i = 0; i < 5; i++) {
+        failing.push(await submitAccepted(store, batchOf(broken, [[randomAddress(), "1"]], now + i, { secondsToFinalize: 1 })));
+      }
+      const repairs = await Promise.all(failing.map((batch) => breakBatch!(broken, batch.batchId)));
+      const healthyBatches: Batch[] = [];
+      for (let i = 0; i < 4; i++) {
+        healthyBatches.push(
+          await submitAccepted(store, batchOf(healthy, [[randomAddress(), "1"]], now + 10 + i, { secondsToFinalize: 1 })),
+        );
+      }
+      const failingBefore = await store.countFailingBatches();
+      const dueMs = now + 60_000;
+
+      const failures: FinalizeFailure[] = [];
+      const finalized: string[] = [];
+      for (let pass = 0; pass < MAX_DRAIN_PASSES; pass++) {
+        let failedThisPass = 0;
+        const done = await store.finalizeDue(dueMs, 2, (failure) => {
+          failedThisPass++;
+          failures.push(failure);
+        });
+        finalized.push(...done.map((b) => b.batchId));
+        if (done.length === 0 && failedThisPass === 0) break;
+      }
+      expect(finalized.sort()).toEqual(healthyBatches.map((b) => b.batchId).sort());
+      // Each failing batch was tried once: its backoff keeps later passes at the same time off it.
+      expect(failures.map((f) => f.batchId).sort()).toEqual(failing.map((b) => b.batchId).sort());
+      for (const failure of failures) {
+        expect(failure).toMatchObject({ contract: broken, failures: 1, retryAtMs: dueMs + FINALIZE_RETRY_BASE_MS });
+        expect(failure.error).toBeInstanceOf(Error);
+      }
+      for (const batch of failing) expect(await statusOf(store, broken, batch.batchId)).toBe("PENDING");
+      expect(await store.countFailingBatches()).toBe(failingBefore + failing.length);
+      expect(await balanceOf(store, broken)).toEqual(balance("100", "0", "0", "5"));
+      expect(await balanceOf(store, healthy)).toEqual(balance("100", "0", "4", "0"));
+      expect(await store.nextFinalizeAtMs()).toBe(dueMs + FINALIZE_RETRY_BASE_MS);
+
+      // Repaired, they wait out the backoff, then finalize.
+      for (const repair of repairs) await repair();
+      expect(await store.finalizeDue(dueMs + FINALIZE_RETRY_BASE_MS - 1, 10)).toEqual([]);
+      const retried = await store.finalizeDue(dueMs + FINALIZE_RETRY_BASE_MS, 10);
+      expect(retried.map((b) => b.batchId).sort()).toEqual(failing.map((b) => b.batchId).sort());
+      expect(await store.countFailingBatches()).toBe(failingBefore);
+      expect(await balanceOf(store, broken)).toEqual(balance("100", "0", "5", "0"));
+      expect(await store.verify()).toEqual([]);
+    });
+
+    test("is retried after a backoff that doubles with each failure, up to a bound", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const batch = await submitAccepted(store, batchOf(contract, [[randomAddress(), "1"]], now, { secondsToFinalize: 1 }));
+      const repair = await breakBatch!(contract, batch.batchId);
+      let atMs = batch.finalizeAtMs;
+      const delays: number[] = [];
+      for (let attempt = 1; attempt <= FINALIZE_RETRY_MAX_DOUBLINGS + 3; attempt++) {
+        const failures: FinalizeFailure[] = [];
+        expect(await store.finalizeDue(atMs, 10, (failure) => failures.push(failure))).toEqual([]);
+        expect(failures).toHaveLength(1);
+        expect(failures[0]!.failures).toBe(attempt);
+        delays.push(failures[0]!.retryAtMs - atMs);
+        atMs = failures[0]!.retryAtMs;
+      }
+      const expected = delays.map((_, i) => Math.min(FINALIZE_RETRY_MAX_MS, FINALIZE_RETRY_BASE_MS * 2 ** i));
+      expect(delays).toEqual(expected);
+      expect(delays[delays.length - 1]).toBe(FINALIZE_RETRY_MAX_MS);
+      await repair();
+      expect((await store.finalizeDue(atMs, 10)).map((b) => b.batchId)).toEqual([batch.batchId]);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Point types are configuration, and credits may name an asset and a block.
+
+function configuredPointTypeTests({ store, freshWindow, isolatedStore }: Fixture): void {
+  describe("configured point types", () => {
+    it("keeps each point type its own pool, and getBalances answers exactly the types asked for", async () => {
+      const now = await freshWindow();
+      const [sender, recipient] = [randomAddress(), randomAddress()];
+      await fund(store, sender, "LIQUIDITY", "10", now);
+      await fund(store, sender, "DEVELOPER", "3", now);
+      expect(await store.submitBatch(batchOf(sender, [[recipient, "11"]], now, { pointType: "LIQUIDITY" }))).toMatchObject({
+        kind: "insufficient",
+        available: units("10"),
+      });
+      await submitAccepted(store, batchOf(sender, [[recipient, "4"]], now, { pointType: "LIQUIDITY" }));
+      const types = ["PHASE2_POINTS", "LIQUIDITY", "DEVELOPER", "XP"] as const;
+      expect(await store.getBalances(sender, types)).toEqual({
+        PHASE2_POINTS: balance("0", "0", "0", "0"),
+        LIQUIDITY: balance("10", "0", "0", "4"),
+        DEVELOPER: balance("3", "0", "0", "0"),
+        XP: balance("0", "0", "0", "0"),
+      });
+      // A type not asked for is left out, whatever the address holds of it.
+      expect(Object.keys(await store.getBalances(sender, ["XP"]))).toEqual(["XP"]);
+      expect(await store.pointTypesInUse()).toEqual(expect.arrayContaining(["LIQUIDITY", "DEVELOPER"]));
+    });
+
+    it("pointTypesInUse() names every type with a credit, a batch or a balance, and nothing else", async () => {
+      const isolated = await isolatedStore();
+      const now = await freshWindow();
+      expect(await isolated.pointTypesInUse()).toEqual([]);
+      const [first, second, recipient] = [randomAddress(), randomAddress(), randomAddress()];
+      await fund(isolated, first, "XP", "5", now);
+      await fund(isolated, second, "GEMS", "5", now);
+      await submitAccepted(isolated, batchOf(second, [[recipient, "1"]], now, { pointType: "GEMS", secondsToFinalize: 1 }));
+      await finalizeEverythingDue(isolated, now + 2000);
+      expect([...(await isolated.pointTypesInUse())].sort()).toEqual(["GEMS", "XP"]);
+    });
+  });
+}
+
+function assetEarningsTests({ store, freshWindow }: Fixture): void {
+  describe("credits that name an asset and a block", () => {
+    it("sums credits per (point type, asset) exactly and keeps the highest block; others feed no asset", async () => {
+      const now = await freshWindow();
+      const address = randomAddress();
+      const model = new LedgerModel();
+      const credits = [
+        { pointType: "PHASE2_POINTS", points: "1.000000000001", asset: "ETH", block: 100 },
+        { pointType: "PHASE2_POINTS", points: "0.999999999999", asset: "ETH", block: 90 },
+        { pointType: "PHASE2_POINTS", points: "999999999999.5", asset: "ETH", block: null },
+        { pointType: "PHASE2_POINTS", points: "2", asset: "USDB", block: null },
+        { pointType: "PHASE2_GOLD", points: "0.000001", asset: "ETH", block: 7 },
+        { pointType: "PHASE2_POINTS", points: "5", asset: null, block: 1_000_000 },
+        { pointType: "PHASE2_POINTS", points: "6", asset: null, block: null },
+      ];
+      for (const [i, credit] of credits.entries()) {
+        const request = {
+          address,
+          creditId: randomId(`asset${i}`),
+          pointType: credit.pointType,
+          amount: units(credit.points),
+          createdAtMs: now,
+        };
+        const withSource = { ...request, asset: credit.asset, block: credit.block };
+        expect(await store.credit(withSource)).toEqual({ kind: "credited" });
+        expect(model.credit(withSource)).toEqual({ kind: "credited" });
+      }
+      const stored = [...(await store.getAssetEarnings(address))].sort(byPointTypeThenAsset);
+      expect(stored).toEqual(model.assetEarningsOf(address));
+      expect(stored).toEqual([
+        { pointType: "PHASE2_GOLD", asset: "ETH", earnedCumulative: units("0.000001"), earnedCumulativeBlock: 7 },
+        { pointType: "PHASE2_POINTS", asset: "ETH", earnedCumulative: units("1000000000001.5"), earnedCumulativeBlock: 100 },
+        { pointType: "PHASE2_POINTS", asset: "USDB", earnedCumulative: units("2"), earnedCumulativeBlock: 0 },
+      ]);
+      // earnedCumulative still counts every credit, with an asset or without.
+      expect((await balanceOf(store, address)).earnedCumulative).toBe(units("1000000000014.5"));
+      expect(await store.getAssetEarnings(randomAddress())).toEqual([]);
+    });
+
+    it("a reused creditId matches only with the same asset and block", async () => {
+      const now = await freshWindow();
+      const address = randomAddress();
+      const credit = {
+        address,
+        creditId: randomId("src"),
+        pointType: "PHASE2_POINTS",
+        amount: units("3"),
+        createdAtMs: now,
+        asset: "ETH",
+        block: 12,
+      };
+      expect(await store.credit(credit)).toEqual({ kind: "credited" });
+      expect(await store.credit(credit)).toEqual({ kind: "exists", matchesRequest: true });
+      expect(await store.credit({ ...credit, asset: "WETH" })).toEqual({ kind: "exists", matchesRequest: false });
+      expect(await store.credit({ ...credit, asset: null })).toEqual({ kind: "exists", matchesRequest: false });
+      expect(await store.credit({ ...credit, block: 13 })).toEqual({ kind: "exists", matchesRequest: false });
+      expect(await store.credit({ ...credit, block: null })).toEqual({ kind: "exists", matchesRequest: false });
+      const plain = { address, creditId: randomId("plain"), pointType: "PHASE2_POINTS", amount: units("1"), createdAtMs: now };
+      expect(await store.credit(plain)).toEqual({ kind: "credited" });
+      // Absent and null both mean "no asset, no block".
+      expect(await store.credit({ ...plain, asset: null, block: null })).toEqual({ kind: "exists", matchesRequest: true });
+      expect(await store.credit({ ...plain, asset: "ETH" })).toEqual({ kind: "exists", matchesRequest: false });
+      expect(await store.getAssetEarnings(address)).toEqual([
+        { pointType: "PHASE2_POINTS", asset: "ETH", earnedCumulative: units("3"), earnedCumulativeBlock: 12 },
+      ]);
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The event log: every transition appends exactly its events, in its own transaction.
+
+/** Every event of `stream` (a contract or credited address), paged `limit` at a time. */
+/**
+ * Every event of a stream, read page by page. On PostgreSQL a reader sees an event only once no
+ * older transaction is still open (the xmin rule of the event log), and test files running beside
+ * this one hold transactions open for a moment: `atLeast` waits (bounded) until that many are visible.
+ */
+async function streamEvents(store: LedgerStore, stream: AddressKey, limit = 1000, atLeast = 0): Promise<StoredEvent[]> {
+  for (let attempt = 0; ; attempt++) {
+    const events = await readStream(store, stream, limit);
+    if (events.length >= atLeast || attempt >= VISIBILITY_POLLS) return events;
+    await new Promise((resolve) => setTimeout(resolve, VISIBILITY_POLL_MS));
+  }
+}
+
+const VISIBILITY_POLLS = 100;
+const VISIBILITY_POLL_MS = 50;
+
+async function readStream(store: LedgerStore, stream: AddressKey, limit: number): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
+  let after: string | null = null;
+  for (let page = 0; page < MAX_DRAIN_PASSES; page++) {
+    const result = await store.listEvents({ stream, after, types: null, limit });
+    if (result.kind !== "page") throw new Error("cursor expired");
+    events.push(...result.events);
+    after = result.position;
+    if (!result.hasMore) return events;
+  }
+  throw new Error("listEvents kept saying hasMore");
+}
+
+function eventSummary(events: StoredEvent[]): [string, string | null][] {
+  return events.map(({ event }) => [event.type, (event.data as { batch?: { id: string; status: string } }).batch?.status ?? null]);
+}
+
+function eventLogTests({ store, freshWindow }: Fixture): void {
+  describe("the event log", () => {
+    it("appends exactly one event per transition, on the right stream, with the batch as it is after the change", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const kept = await submitAccepted(store, batchOf(contract, [[randomAddress(), "2"]], now + 1, { secondsToFinalize: 60 }));
+      const dropped = await submitAccepted(store, batchOf(contract, [[randomAddress(), "3"]], now + 2, { secondsToFinalize: 60 }));
+      const cancel = await store.cancelBatch(contract, dropped.batchId, now + 3);
+      expect(cancel).toMatchObject({ kind: "cancelled", changed: true });
+      expect(await store.finalizeDue(kept.finalizeAtMs, 100)).toHaveLength(1);
+      const events = await streamEvents(store, contract, 1000, 5);
+      expect(eventSummary(events)).toEqual([
+        ["credit.created", null],
+        ["batch.accepted", "PENDING"],
+        ["batch.accepted", "PENDING"],
+        ["batch.cancelled", "CANCELLED"],
+        ["batch.finalized", "FINALIZED"],
+      ]);
+      const finalized = events[4]!.event;
+      expect(finalized.stream).toBe(contract);
+      expect(finalized.occurredAtMs).toBe(kept.finalizeAtMs);
+      expect(finalized.data).toMatchObject({
+        batch: { id: kept.batchId, points: "2", finalizedAt: new Date(kept.finalizeAtMs).toISOString() },
+      });
+      expect(new Set(events.map(({ event }) => event.id)).size).toBe(events.length);
+      expect(events.every(({ event }) => /^evt_[0-9a-f]{32}$/.test(event.id))).toBe(true);
+    });
+
+    it("appends nothing for a refused or repeated request (insufficient, existing batchId, repeated cancel, late cancel, credit reuse)", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      const creditId = randomId("credit");
+      await store.credit({ address: contract, creditId, pointType: "PHASE2_POINTS", amount: units("5"), createdAtMs: now });
+      const batch = await submitAccepted(store, batchOf(contract, [[randomAddress(), "1"]], now + 1));
+      const before = await streamEvents(store, contract, 1000, 2);
+      expect((await store.submitBatch(batchOf(contract, [[randomAddress(), "100"]], now + 2))).kind).toBe("insufficient");
+      expect((await store.submitBatch({ ...batchOf(contract, [[randomAddress(), "1"]], now + 3), batchId: batch.batchId })).kind).toBe(
+        "exists",
+      );
+      expect(
+        (await store.credit({ address: contract, creditId, pointType: "PHASE2_POINTS", amount: units("5"), createdAtMs: now })).kind,
+      ).toBe("exists");
+      expect(await store.cancelBatch(contract, batch.batchId, batch.finalizeAtMs)).toMatchObject({ kind: "not_cancellable" });
+      await store.cancelBatch(contract, batch.batchId, now + 4);
+      await store.cancelBatch(contract, batch.batchId, now + 5);
+      const after = await streamEvents(store, contract, 1000, before.length + 1);
+      expect(eventSummary(after)).toEqual([...eventSummary(before), ["batch.cancelled", "CANCELLED"]]);
+    });
+
+    it("puts credit.created on the credited address's stream and operator.changed on the contract's, only when it changes", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      const [first, second] = [randomAddress(), randomAddress()];
+      await store.setOperator(contract, first, now);
+      await store.setOperator(contract, first, now + 1);
+      await store.setOperator(contract, second, now + 2);
+      await store.credit({
+        address: contract,
+        creditId: randomId("c"),
+        pointType: "PHASE2_GOLD",
+        amount: units("0.5"),
+        createdAtMs: now + 3,
+        asset: "ETH",
+        block: 7,
+      });
+      const events = (await streamEvents(store, contract, 1000, 3)).map(({ event }) => [event.type, event.data]);
+      expect(events).toEqual([
+        ["operator.changed", { operatorAddress: checksum(first), previousOperatorAddress: null }],
+        ["operator.changed", { operatorAddress: checksum(second), previousOperatorAddress: checksum(first) }],
+        ["credit.created", { creditId: expect.any(String), pointType: "PHASE2_GOLD", points: "0.5", asset: "ETH", block: 7 }],
+      ]);
+    });
+
+    it("pages with any limit to the same sequence, filters by type, and shows no other stream's events", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      const other = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      await fund(store, other, "PHASE2_POINTS", "10", now);
+      for (let i = 0; i < 4; i++) {
+        await submitAccepted(store, batchOf(contract, [[randomAddress(), "1"]], now + 10 + i));
+        await submitAccepted(store, batchOf(other, [[randomAddress(), "1"]], now + 10 + i));
+      }
+      const whole = await streamEvents(store, contract, 1000, 5);
+      expect(whole).toHaveLength(5);
+      for (const limit of [1, 2, 3]) expect(await streamEvents(store, contract, limit)).toEqual(whole);
+      const accepted = await store.listEvents({ stream: contract, after: null, types: ["batch.accepted"], limit: 100 });
+      expect(accepted.kind === "page" && accepted.events.map(({ event }) => event.type)).toEqual(Array(4).fill("batch.accepted"));
+      const all = await store.listEvents({ stream: null, after: whole[0]!.position, types: null, limit: 1000 });
+      const streams = new Set(all.kind === "page" ? all.events.map(({ event }) => event.stream) : []);
+      expect(streams.has(contract) && streams.has(other)).toBe(true);
+      // At the end of the stream the position moves on past other streams' events (a quiet
+      // reader's cursor keeps up), yet the contract's next event is still the next one read.
+      await submitAccepted(store, batchOf(other, [[randomAddress(), "1"]], now + 20));
+      const end = await store.listEvents({ stream: contract, after: whole.at(-1)!.position, types: null, limit: 10 });
+      expect(end).toMatchObject({ kind: "page", events: [], hasMore: false });
+      const next = await submitAccepted(store, batchOf(contract, [[randomAddress(), "1"]], now + 21));
+      const resumed = await store.listEvents({
+        stream: contract,
+        after: end.kind === "page" ? end.position : null,
+        types: null,
+        limit: 10,
+      });
+      expect(resumed.kind === "page" && resumed.events.map(({ event }) => (event.data as { batch: { id: string } }).batch.id)).toEqual([
+        next.batchId,
+      ]);
+    });
+
+    it("hands each committed transaction's events to listeners, and none of a refused or rolled-back one", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      const heard: string[][] = [];
+      const unsubscribe = store.onCommittedEvents((events) => heard.push(events.map((event) => event.type)));
+      try {
+        await fund(store, contract, "PHASE2_POINTS", "3", now);
+        const batch = await submitAccepted(store, batchOf(contract, [[randomAddress(), "2"]], now + 1));
+        expect((await store.submitBatch(batchOf(contract, [[randomAddress(), "5"]], now + 2))).kind).toBe("insufficient");
+        expect((await store.submitBatch({ ...batchOf(contract, [[randomAddress(), "1"]], now + 3), batchId: batch.batchId })).kind).toBe(
+          "exists",
+        );
+        await store.cancelBatch(contract, batch.batchId, now + 4);
+        await store.cancelBatch(contract, batch.batchId, now + 5);
+        expect(heard).toEqual([["credit.created"], ["batch.accepted"], ["batch.cancelled"]]);
+      } finally {
+        unsubscribe();
+      }
+      await fund(store, contract, "PHASE2_POINTS", "1", now + 6);
+      expect(heard).toHaveLength(3);
+    });
+
+    it("refuses a position it never gave out", async () => {
+      await expect(store.listEvents({ stream: null, after: "not-a-position", types: null, limit: 1 })).rejects.toMatchObject({
+        code: "VALIDATION_FAILED",
+      });
+    });
+  });
+}
+
+function checksum(address: AddressKey): string {
+  return getAddress(address);
 }

@@ -6,6 +6,8 @@ import { buildApp } from "../src/http/app.js";
 import type { NewBatch, PointType } from "../src/domain/batch.js";
 import { MAX_POINTS_UNITS, UNITS_PER_POINT } from "../src/domain/points.js";
 import { StoreUnavailableError } from "../src/store/errors.js";
+import { MIGRATIONS } from "../src/store/postgres/migrations/index.js";
+import { FINALIZE_RETRY_BASE_MS } from "../src/store/finalize-retry.js";
 import type { LedgerStore, SubmitResult } from "../src/store/store.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, withSearchPath, type TestSchema } from "./helpers/postgres.js";
 import { storeContractSuite } from "./store-contract.js";
@@ -23,15 +25,30 @@ afterAll(async () => {
   await Promise.all(schemas.map((schema) => schema.drop()));
 });
 
+let contractSchema: TestSchema | undefined;
 storeContractSuite(
   "LedgerStore contract on PostgreSQL",
   async () => {
     if (!DATABASE_URL_TEST) return null;
     const schema = await createTestSchema(DATABASE_URL_TEST);
     schemas.push(schema);
+    contractSchema ??= schema;
     return schema.openStore();
   },
-  { skipMessage: SKIP_REASON },
+  {
+    skipMessage: SKIP_REASON,
+    // A transfer count one above the stored transfers trips finalization's check on the settled accounts.
+    breakBatch: async (contract, batchId) => {
+      const shiftTransferCount = (by: number) =>
+        contractSchema!.query("UPDATE batches SET transfer_count = transfer_count + $1 WHERE contract = $2 AND batch_id = $3", [
+          by,
+          contract,
+          batchId,
+        ]);
+      await shiftTransferCount(1);
+      return async () => void (await shiftTransferCount(-1));
+    },
+  },
 );
 
 const POINTS: PointType = "PHASE2_POINTS";
@@ -96,10 +113,15 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
     await Promise.all(starters.map((starter) => starter.migrate()));
     await store.migrate();
     const rows = await db.query<{ version: number }>("SELECT version FROM schema_migrations");
-    expect(rows.map((row) => row.version)).toEqual([1]);
+    expect(rows.map((row) => row.version).sort((a, b) => a - b)).toEqual(MIGRATIONS.map((migration) => migration.version));
   });
 
   it("keeps amounts exact up to 10^18 points with 12 decimals", async () => {
+    // A schema of its own: this issues nearly the whole supply, which would leave the tests below none.
+    const own = await createTestSchema(DATABASE_URL_TEST!);
+    schemas.push(own);
+    const store = own.openStore();
+    await store.migrate();
     const rich = randomAddress();
     const to = randomAddress();
     await credit(store, rich, MAX_POINTS_UNITS - 1n);
@@ -186,6 +208,53 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
     }
     expect(received).toBe(60n * perBatch);
     expect(await store.verify()).toEqual([]);
+  });
+
+  it("lets a batch whose finalization fails block nothing behind it, on either instance, and retries it after its backoff", async () => {
+    const [sender, other_sender] = [randomAddress(), randomAddress()];
+    await credit(store, sender, points(100));
+    await credit(store, other_sender, points(100));
+    const createdAtMs = T0_MS + 20_000_000;
+    const broken = newBatch(sender, [{ to: randomAddress(), amount: points(1) }], { createdAtMs });
+    expect((await store.submitBatch(broken)).kind).toBe("accepted");
+    // One transfer more than stored: settling finds one account fewer than the batch claims.
+    await db.query("UPDATE batches SET transfer_count = transfer_count + 1 WHERE contract = $1 AND batch_id = $2", [
+      sender,
+      broken.batchId,
+    ]);
+    const later: string[] = [];
+    for (let i = 1; i <= 12; i++) {
+      const batch = newBatch(i % 2 ? sender : other_sender, [{ to: randomAddress(), amount: points(1) }], { createdAtMs: createdAtMs + i });
+      expect((await store.submitBatch(batch)).kind).toBe("accepted");
+      later.push(batch.batchId);
+    }
+    const failingBefore = await store.countFailingBatches();
+    const nowMs = createdAtMs + 12 + DELAY_SECONDS * 1000;
+    // Before: every claim picked the broken (oldest) batch first, failed, and finalized nothing.
+    const [first, second] = await Promise.all([finalizeAll(store, nowMs), finalizeAll(other, nowMs)]);
+    expect([...first, ...second].filter((id) => later.includes(id)).sort()).toEqual(later.slice().sort());
+    const [row] = await db.query<{ status: string; finalize_failures: number; finalize_retry_at_ms: string; finalize_error: string }>(
+      "SELECT status, finalize_failures, finalize_retry_at_ms, finalize_error FROM batches WHERE contract = $1 AND batch_id = $2",
+      [sender, broken.batchId],
+    );
+    // Usually one failure; two when the other instance claimed it between the rollback and the
+    // stored failure (finalize.ts: a wasted attempt, never a double finalization).
+    expect(row?.status).toBe("PENDING");
+    expect([1, 2]).toContain(row!.finalize_failures);
+    const retryAtMs = nowMs + FINALIZE_RETRY_BASE_MS * 2 ** (row!.finalize_failures - 1);
+    expect(row!.finalize_retry_at_ms).toBe(String(retryAtMs));
+    expect(row!.finalize_error).toMatch(/InvariantViolation.*settled 2 accounts for 2 transfers/);
+    expect(await store.countFailingBatches()).toBe(failingBefore + 1);
+    expect((await store.getBalances(sender)).PHASE2_POINTS.pendingSent).toBe(points(1));
+
+    await db.query("UPDATE batches SET transfer_count = transfer_count - 1 WHERE contract = $1 AND batch_id = $2", [
+      sender,
+      broken.batchId,
+    ]);
+    expect(await finalizeAll(other, retryAtMs - 1)).not.toContain(broken.batchId);
+    expect(await finalizeAll(other, retryAtMs)).toContain(broken.batchId);
+    expect(await store.countFailingBatches()).toBe(failingBefore);
+    expect((await store.getBalances(sender)).PHASE2_POINTS.pendingSent).toBe(0n);
   });
 
   it("lets exactly one of cancel and finalize win for each batch", async () => {
@@ -346,7 +415,9 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
       // The pool's only connection now waits on the row lock.
       const blocked = narrow.submitBatch(newBatch(sender, [{ to: randomAddress(), amount: points(1) }]));
       const deadline = Date.now() + 10_000;
-      while ((await db.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [name])).length === 0) {
+      while (
+        (await db.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'", [name])).length === 0
+      ) {
         expect(Date.now()).toBeLessThan(deadline);
       }
       const waiting = Array.from({ length: 16 }, () => narrow.getBalances(sender));
@@ -413,7 +484,10 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
 
       await tampered.query("UPDATE accounts SET received_units = received_units + 1 WHERE address = $1", [b]);
       await tampered.query("UPDATE transfers SET amount_units = amount_units + 1 WHERE to_address = $1", [c]);
-      await tampered.query("UPDATE accounts SET pending_units = pending_units + $2::numeric WHERE address = $1", [a, points(100).toString()]);
+      await tampered.query("UPDATE accounts SET pending_units = pending_units + $2::numeric WHERE address = $1", [
+        a,
+        points(100).toString(),
+      ]);
       await tampered.query("INSERT INTO credits VALUES ($1, 'orphan', $2, 5, 0)", [c, POINTS]);
       const violations = await ledger.verify();
       expect(violations).toEqual(
@@ -430,5 +504,42 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
     } finally {
       await tampered.drop();
     }
+  });
+});
+
+describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store refusing text it cannot store${DATABASE_URL_TEST ? "" : ` (${SKIP_REASON})`}`, () => {
+  let db: TestSchema;
+  let store: LedgerStore;
+  /** What every operation given a NUL byte must throw: the catalogue's 400, not the driver's error (a 500). */
+  const refusedAsInvalid = {
+    name: "ApiError",
+    code: "VALIDATION_FAILED",
+    status: 400,
+    details: [{ path: "(request)", message: "contains characters the database cannot store (e.g. NUL)" }],
+  };
+
+  beforeAll(async () => {
+    db = await createTestSchema(DATABASE_URL_TEST!);
+    schemas.push(db);
+    store = db.openStore();
+    await store.migrate();
+  });
+
+  it("answers 400 VALIDATION_FAILED, not a driver error, for a NUL byte in a read's text argument", async () => {
+    await expect(store.consumeChallenge("a\u0000b", T0_MS)).rejects.toMatchObject(refusedAsInvalid);
+    await expect(store.getBatch(randomAddress(), "x\u0000")).rejects.toMatchObject(refusedAsInvalid);
+    await expect(store.getBalances(`0x${"0".repeat(39)}\u0000` as AddressKey)).rejects.toMatchObject(refusedAsInvalid);
+  });
+
+  it("answers 400 for a NUL byte inside a transaction, rolls it back and keeps the connection usable", async () => {
+    const sender = randomAddress();
+    await credit(store, sender, points(5));
+    const batch = newBatch(sender, [{ to: randomAddress(), amount: points(1) }], { batchId: "nul\u0000id" });
+    await expect(store.submitBatch(batch)).rejects.toMatchObject(refusedAsInvalid);
+    const nulCredit = { address: sender, creditId: "c\u0000", pointType: "PHASE2_POINTS", amount: points(1), createdAtMs: T0_MS } as const;
+    await expect(store.credit(nulCredit)).rejects.toMatchObject(refusedAsInvalid);
+    expect((await store.getBalances(sender)).PHASE2_POINTS.pendingSent).toBe(0n);
+    expect(await db.query("SELECT 1 FROM batches WHERE contract = $1", [sender])).toHaveLength(0);
+    expect(await store.verify()).toEqual([]);
   });
 });

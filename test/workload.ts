@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
 import type { ManualClock } from "../src/clock.js";
 import type { AddressKey } from "../src/domain/address.js";
-import { POINT_TYPES, type Batch, type NewBatch, type PointType, type Transfer } from "../src/domain/batch.js";
+import { DEFAULT_POINT_TYPES, type Batch, type NewBatch, type Transfer } from "../src/domain/batch.js";
 import { MAX_POINTS_UNITS, UNITS_PER_POINT } from "../src/domain/points.js";
 import type { BatchPosition, LedgerStore, NewCredit } from "../src/store/store.js";
 import { LedgerModel, availableIn, type ModelBatch } from "./helpers/ledger-model.js";
@@ -107,6 +107,7 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRep
     });
   }
   await withSeedInError(options, options.steps, workload, () => workload.checkListings());
+  await withSeedInError(options, options.steps, workload, () => workload.checkEvents());
   return workload.report();
 }
 
@@ -199,7 +200,7 @@ class Workload {
         // Mostly senders, so most batches are covered; any participant may be credited.
         address: this.random.pick(this.random.chance(0.7) ? this.senders : this.participants),
         creditId: this.id("c"),
-        pointType: this.random.pick(POINT_TYPES),
+        pointType: this.random.pick(DEFAULT_POINT_TYPES),
         amount: this.creditAmount(),
         createdAtMs: this.clock.now(),
       };
@@ -221,7 +222,7 @@ class Workload {
 
   private newRequest(): NewBatch {
     const contract = this.random.pick(this.senders);
-    const pointType = this.random.pick(POINT_TYPES);
+    const pointType = this.random.pick(DEFAULT_POINT_TYPES);
     const earlier = this.requests.filter((r) => r.contract === contract);
     // Reusing a batchId with a different request must be refused as a conflict.
     const batchId = earlier.length > 0 && this.random.chance(0.08) ? this.random.pick(earlier).batchId : this.id("b");
@@ -297,9 +298,10 @@ class Workload {
     const pending = batches.filter((b) => b.status === "PENDING");
     // Mostly PENDING batches (the interesting case), also settled and unknown ones.
     const pool = pending.length > 0 && this.random.chance(0.6) ? pending : batches;
-    const target = pool.length > 0 && this.random.chance(0.9)
-      ? this.random.pick(pool)
-      : { contract: this.random.pick(this.senders), batchId: this.id("missing") };
+    const target =
+      pool.length > 0 && this.random.chance(0.9)
+        ? this.random.pick(pool)
+        : { contract: this.random.pick(this.senders), batchId: this.id("missing") };
     const nowMs = this.clock.now();
     this.lastDescription = `cancel ${target.batchId} of ${target.contract} at ${nowMs}`;
     const expected = this.model.cancel(target.contract, target.batchId, nowMs);
@@ -330,9 +332,12 @@ class Workload {
     const finalized = await this.store.finalizeDue(nowMs, limit);
     if (due.some((b) => b.finalizeAtMs === nowMs)) this.count("finalize at finalizeAt");
     if (due.length > limit) this.count("finalize limited");
-    expect(finalized.length).toBe(Math.min(limit, due.length));
+    // An adapter may finalize fewer than asked (SQLite bounds each transaction by time, so a busy
+    // machine gets fewer per call), but never none while something is due.
+    expect(finalized.length).toBeLessThanOrEqual(Math.min(limit, due.length));
+    if (due.length > 0) expect(finalized.length).toBeGreaterThan(0);
     const dueByKey = new Map(due.map((b) => [`${b.contract} ${b.batchId}`, b]));
-    for (const [i, item] of finalized.entries()) {
+    for (const item of finalized) {
       const batch = dueByKey.get(`${item.contract} ${item.batchId}`);
       if (!batch) throw new Error(`finalizeDue returned ${item.batchId}, which is not a due PENDING batch of this run`);
       dueByKey.delete(`${item.contract} ${item.batchId}`);
@@ -343,13 +348,8 @@ class Workload {
         finalizeAtMs: batch.finalizeAtMs,
         finalizedAtMs: nowMs,
       });
-      if (i > 0) expect(item.finalizeAtMs).toBeGreaterThanOrEqual(finalized[i - 1]!.finalizeAtMs);
     }
-    // Oldest first: whatever stays due is not older than what was taken.
-    const lastTaken = finalized[finalized.length - 1];
-    for (const left of dueByKey.values()) {
-      if (lastTaken) expect(left.finalizeAtMs).toBeGreaterThanOrEqual(lastTaken.finalizeAtMs);
-    }
+    expectFairClaim(due, finalized);
     for (const item of finalized) {
       this.model.finalize(item.contract, item.batchId, nowMs);
       this.counts.batchesFinalized++;
@@ -370,7 +370,7 @@ class Workload {
   async checkAfterStep(step: number): Promise<void> {
     for (const address of this.participants) {
       const balances = await this.store.getBalances(address);
-      for (const pointType of POINT_TYPES) {
+      for (const pointType of DEFAULT_POINT_TYPES) {
         expect(balances[pointType], `balance of ${address} ${pointType}`).toEqual(this.model.balance(address, pointType));
       }
     }
@@ -411,6 +411,40 @@ class Workload {
     for (const sender of this.senders) await this.checkListing(sender);
   }
 
+  /**
+   * Every batch state change has its event, and nothing else does: per sender, the stream holds
+   * one batch.accepted per batch, one batch.cancelled per CANCELLED and one batch.finalized per
+   * FINALIZED batch, each with the batch's state after that change.
+   */
+  async checkEvents(): Promise<void> {
+    for (const sender of this.senders) {
+      const expected: string[] = [];
+      for (const batch of this.model.allBatches().filter((b) => b.contract === sender)) {
+        expected.push(`batch.accepted ${batch.batchId} PENDING`);
+        if (batch.status === "CANCELLED") expected.push(`batch.cancelled ${batch.batchId} CANCELLED`);
+        if (batch.status === "FINALIZED") expected.push(`batch.finalized ${batch.batchId} FINALIZED`);
+      }
+      const seen: string[] = [];
+      let after: string | null = null;
+      for (let page = 0; page <= expected.length + 1; page++) {
+        const result = await this.store.listEvents({
+          stream: sender,
+          after,
+          types: ["batch.accepted", "batch.cancelled", "batch.finalized"],
+          limit: 50,
+        });
+        if (result.kind !== "page") throw new Error("event cursor expired during the workload");
+        for (const { event } of result.events) {
+          const batch = (event.data as { batch: { id: string; status: string } }).batch;
+          seen.push(`${event.type} ${batch.id} ${batch.status}`);
+        }
+        after = result.position;
+        if (!result.hasMore) break;
+      }
+      expect(seen.sort(), `events of ${sender}`).toEqual(expected.sort());
+    }
+  }
+
   report(): WorkloadReport {
     return { seed: this.options.seed, steps: this.options.steps, actions: this.actions, outcomes: this.outcomes, ...this.counts };
   }
@@ -432,4 +466,28 @@ function storedShape(batch: ModelBatch): Batch {
     finalizedAtMs: batch.finalizedAtMs,
     cancelledAtMs: batch.cancelledAtMs,
   };
+}
+
+/**
+ * The fair claim of store.ts finalizeDue: round-robin by contract. Each contract's batches are
+ * taken oldest first (as the model orders them), every contract's n-th before any contract's
+ * (n+1)-th, so a contract left with due batches got at most one fewer than any other.
+ */
+function expectFairClaim(due: ModelBatch[], finalized: { contract: AddressKey; batchId: string }[]): void {
+  const dueByContract = new Map<AddressKey, string[]>();
+  for (const batch of due) dueByContract.set(batch.contract, [...(dueByContract.get(batch.contract) ?? []), batch.batchId]);
+  const taken = new Map<AddressKey, string[]>();
+  let lastTurn = 0;
+  for (const item of finalized) {
+    const ids = [...(taken.get(item.contract) ?? []), item.batchId];
+    taken.set(item.contract, ids);
+    expect(ids.length, `turn of ${item.batchId}`).toBeGreaterThanOrEqual(lastTurn);
+    lastTurn = ids.length;
+  }
+  const most = Math.max(0, ...[...taken.values()].map((ids) => ids.length));
+  for (const [contract, ids] of dueByContract) {
+    const took = taken.get(contract) ?? [];
+    expect(took, `batches taken from ${contract}`).toEqual(ids.slice(0, took.length));
+    if (took.length < ids.length) expect(took.length, `round-robin share of ${contract}`).toBeGreaterThanOrEqual(most - 1);
+  }
 }

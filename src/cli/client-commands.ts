@@ -1,26 +1,34 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { privateKeyToAccount } from "viem/accounts";
 import {
   PointsApiError,
   PointsClient,
   PointsInputError,
   PointsNetworkError,
   PublicClient,
-  POINT_TYPES,
   BATCH_STATUSES,
+  consoleLoginUrl,
   mergeTransfers,
   minimumUnitsOf,
   parseTransferFile,
   planBatches,
   type Batch,
   type BatchStatus,
+  type EventType,
   type LineError,
   type Parameters,
   type PointType,
   type SubmitAllSummary,
   type SubmitProgress,
   type Transfer,
+  type WebhookDelivery,
+  type WebhookDeliveryStatus,
+  type WebhookEndpoint,
+  type WebhookEndpointChange,
+  type WebhookEventType,
+  WEBHOOK_DELIVERY_STATUSES,
 } from "../client/index.js";
 import { formatPoints } from "../domain/points.js";
 import { parseAddress } from "../domain/address.js";
@@ -34,13 +42,25 @@ export type ClientCommand = (argv: string[]) => Promise<number>;
 
 export const CLIENT_USAGE = `
 Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE_KEY):
-  submit --contract <addr> --file <transfers.csv|.jsonl> [--run-id <id>] [--point-type PHASE2_POINTS]
+  submit --contract <addr> --file <transfers.csv|.jsonl> [--run-id <id>] [--point-type T (default: the service's first)]
          [--seconds-to-finalize <s>] [--url http://127.0.0.1:8080] [--dry-run]
                                           validate the whole file, then send it in batches; a rerun resumes
   batches list --contract <addr> [--status S] [--point-type T] [--sort ASC|DESC] [--limit N] [--json]
   batches show <batchId> --contract <addr>
   batches cancel <batchId> --contract <addr>
-  balances --contract <addr>              the contract's balances of both point types
+  balances --contract <addr>              the contract's balances of every point type the service has
+  events tail --contract <addr> [--types batch.accepted,…] [--after <cursor>] [--follow]
+                                          one JSON line per event; at the end (or Ctrl-C) the cursor to resume from
+  webhooks list|create|show|update|delete|rotate|test|deliveries|retry|recover --contract <addr> [--service-url …]
+    webhooks create --url <https://…> [--types batch.finalized,…] [--description D]   prints the endpoint and its secret (shown once)
+    webhooks show|delete|rotate|test <endpointId>
+    webhooks update <endpointId> [--url …] [--types T,…|all] [--description D] [--enable|--disable]
+    webhooks deliveries <endpointId> [--status PENDING|SUCCEEDED|FAILED] [--limit N] [--json]
+    webhooks retry <endpointId> <deliveryId>        send one delivery again now
+    webhooks recover <endpointId> --since <iso>     queue again every FAILED delivery since then
+                                          (--url is the endpoint's address here; the service's is --service-url)
+  console-login --contract <addr> [--url …]
+                                          print a one-time link that signs the web console in (expires with the challenge)
   (the URL also comes from POINTS_LEDGER_URL)`;
 
 const DEFAULT_URL = "http://127.0.0.1:8080";
@@ -64,10 +84,18 @@ function required(value: string | boolean | undefined, name: string): string {
   return value;
 }
 
-function pointTypeOf(value: string | boolean | undefined): PointType {
-  const pointType = typeof value === "string" ? value : "PHASE2_POINTS";
-  if (!(POINT_TYPES as readonly string[]).includes(pointType)) throw new UsageError(`--point-type must be one of ${POINT_TYPES.join(", ")}`);
-  return pointType as PointType;
+/**
+ * --point-type, checked against the service's POINT_TYPES (GET /v1/parameters); absent, the
+ * first of them. With no parameters (the service did not answer and the file is rejected for its
+ * own errors) nothing can be checked.
+ */
+function pointTypeOf(value: string | boolean | undefined, parameters: Parameters | null): PointType {
+  const requested = typeof value === "string" ? value : undefined;
+  if (parameters === null) return requested ?? "";
+  const known = parameters.POINT_TYPES;
+  if (requested === undefined) return known[0] ?? "";
+  if (!known.includes(requested)) throw new UsageError(`--point-type must be one of the service's point types: ${known.join(", ")}`);
+  return requested;
 }
 
 function wholeNumber(value: string | boolean | undefined, name: string): number | undefined {
@@ -78,7 +106,8 @@ function wholeNumber(value: string | boolean | undefined, name: string): number 
 
 function operatorKey(): `0x${string}` {
   const key = process.env.OPERATOR_PRIVATE_KEY ?? "";
-  if (!/^0x[0-9a-fA-F]{64}$/.test(key)) throw new UsageError("OPERATOR_PRIVATE_KEY must be set to the operator's 0x-prefixed 32-byte private key");
+  if (!/^0x[0-9a-fA-F]{64}$/.test(key))
+    throw new UsageError("OPERATOR_PRIVATE_KEY must be set to the operator's 0x-prefixed 32-byte private key");
   return key as `0x${string}`;
 }
 
@@ -125,14 +154,14 @@ const submit: ClientCommand = async (argv) => {
   if (values.help) return usage();
   const file = required(values.file, "file");
   const contract = contractOf(values.contract);
-  const pointType = pointTypeOf(values["point-type"]);
   const secondsToFinalize = wholeNumber(values["seconds-to-finalize"], "seconds-to-finalize");
   const baseUrl = urlOf(values);
   const contents = readTransfersFile(file);
-  const runId = typeof values["run-id"] === "string" ? values["run-id"] : defaultRunId(contents, contract, pointType);
   return reportingFailures(async () => {
     const parsed = parseTransferFile(contents);
     const parameters = await parametersFor(new PublicClient({ baseUrl }), parsed.errors.length > 0);
+    const pointType = pointTypeOf(values["point-type"], parameters);
+    const runId = typeof values["run-id"] === "string" ? values["run-id"] : defaultRunId(contents, contract, pointType);
     const minimumUnits = parameters === null ? 1n : minimumUnitsOf(parameters, pointType);
     const errors = [...parsed.errors, ...valueErrors(parsed, contract, minimumUnits)];
     if (errors.length > 0) return rejectFile(file, errors);
@@ -163,7 +192,9 @@ function printSummary(summary: SubmitAllSummary): void {
 function printPlan(transfers: Transfer[], contract: string, parameters: Parameters, runId: string): number {
   const merged = mergeTransfers(transfers, { contractAddress: contract });
   const plan = planBatches(merged.recipients, parameters.MAX_TRANSFERS_PER_BATCH, runId);
-  console.log(`dry run: ${formatPoints(merged.totalUnits)} points to ${merged.recipients.length} recipients in ${plan.length} batch(es); nothing was sent`);
+  console.log(
+    `dry run: ${formatPoints(merged.totalUnits)} points to ${merged.recipients.length} recipients in ${plan.length} batch(es); nothing was sent`,
+  );
   for (const batch of plan) console.log(`  ${batch.batchId}  ${batch.transfers.length} transfers  ${formatPoints(batch.units)}`);
   return 0;
 }
@@ -192,7 +223,10 @@ async function parametersFor(client: PublicClient, fileHasErrors: boolean): Prom
 
 /** Same file, contract and point type → same run id, so rerunning after a crash resumes. */
 function defaultRunId(contents: string, contract: string, pointType: PointType): string {
-  const digest = createHash("sha256").update(`${parseAddress(contract)}\n${pointType}\n`).update(contents).digest("hex");
+  const digest = createHash("sha256")
+    .update(`${parseAddress(contract)}\n${pointType}\n`)
+    .update(contents)
+    .digest("hex");
   return `file-${digest.slice(0, 32)}`;
 }
 
@@ -255,16 +289,23 @@ const batches: ClientCommand = async (argv) => {
 
 async function listBatches(
   client: PointsClient,
-  values: { status?: string | boolean; "point-type"?: string | boolean; sort?: string | boolean; limit?: string | boolean; json?: string | boolean },
+  values: {
+    status?: string | boolean;
+    "point-type"?: string | boolean;
+    sort?: string | boolean;
+    limit?: string | boolean;
+    json?: string | boolean;
+  },
 ): Promise<number> {
   const status = typeof values.status === "string" ? values.status : undefined;
-  if (status !== undefined && !(BATCH_STATUSES as readonly string[]).includes(status)) throw new UsageError(`--status must be one of ${BATCH_STATUSES.join(", ")}`);
+  if (status !== undefined && !(BATCH_STATUSES as readonly string[]).includes(status))
+    throw new UsageError(`--status must be one of ${BATCH_STATUSES.join(", ")}`);
   const sort = typeof values.sort === "string" ? values.sort.toUpperCase() : "DESC";
   if (sort !== "ASC" && sort !== "DESC") throw new UsageError("--sort must be ASC or DESC");
   const limit = wholeNumber(values.limit, "limit") ?? 100;
   const filter = {
     status: status as BatchStatus | undefined,
-    pointType: values["point-type"] === undefined ? undefined : pointTypeOf(values["point-type"]),
+    pointType: values["point-type"] === undefined ? undefined : pointTypeOf(values["point-type"], await client.cachedParameters()),
     sort: sort as "ASC" | "DESC",
     pageSize: Math.max(1, Math.min(limit, 1000)),
   };
@@ -279,7 +320,15 @@ async function listBatches(
 }
 
 function batchLine(batch: Batch): string {
-  return [batch.id, batch.status, batch.pointType, batch.points, `${batch.transferCount} transfers`, `created ${batch.createdAt}`, `finalizeAt ${batch.finalizeAt}`].join("  ");
+  return [
+    batch.id,
+    batch.status,
+    batch.pointType,
+    batch.points,
+    `${batch.transferCount} transfers`,
+    `created ${batch.createdAt}`,
+    `finalizeAt ${batch.finalizeAt}`,
+  ].join("  ");
 }
 
 const balances: ClientCommand = async (argv) => {
@@ -293,20 +342,235 @@ const balances: ClientCommand = async (argv) => {
       return 0;
     }
     console.log(`balances of ${client.contractAddress}`);
-    for (const pointType of POINT_TYPES) {
-      const b = result[pointType];
+    for (const [pointType, b] of Object.entries(result)) {
+      const assets = Object.entries(b.byAsset ?? {})
+        .filter(([, earned]) => earned.earnedCumulative !== "0")
+        .map(([asset, earned]) => `${asset} ${earned.earnedCumulative} (block ${earned.earnedCumulativeBlock})`);
       console.log(
         `  ${pointType}: available ${b.available}, pendingSent ${b.pendingSent}, earned ${b.earnedCumulative}, ` +
-          `received ${b.receivedCumulative}, finalizedSent ${b.finalizedSentCumulative}`,
+          `received ${b.receivedCumulative}, finalizedSent ${b.finalizedSentCumulative}` +
+          (assets.length > 0 ? `; by asset: ${assets.join(", ")}` : ""),
       );
     }
     return 0;
   });
 };
 
+const events: ClientCommand = async (argv) => {
+  const { values, positionals } = parse(argv, { types: { type: "string" }, after: { type: "string" }, follow: { type: "boolean" } });
+  if (values.help) return usage();
+  if (positionals[0] !== "tail" || positionals.length > 1) {
+    throw new UsageError("usage: events tail --contract <addr> [--types T,…] [--after <cursor>] [--follow]");
+  }
+  const client = clientFor(values);
+  // The server checks the names (400 naming `types`), so the CLI never lags behind its list.
+  const types = typeof values.types === "string" ? (values.types.split(",") as EventType[]) : undefined;
+  const after = typeof values.after === "string" ? values.after : undefined;
+  const stop = new AbortController();
+  const interrupt = () => stop.abort();
+  process.once("SIGINT", interrupt);
+  process.once("SIGTERM", interrupt);
+  const feed = client.events({ after, types, follow: values.follow === true, signal: stop.signal });
+  try {
+    return await reportingFailures(async () => {
+      for await (const event of feed) console.log(JSON.stringify(event));
+      return 0;
+    });
+  } finally {
+    process.off("SIGINT", interrupt);
+    process.off("SIGTERM", interrupt);
+    // On stderr, so stdout stays one JSON event per line.
+    if (feed.cursor !== undefined) console.error(`cursor: ${feed.cursor} (resume with --after ${feed.cursor})`);
+  }
+};
+
+const WEBHOOKS_USAGE =
+  "usage: webhooks list | create --url <u> [--types T,…] [--description D] | show <id> | update <id> [--url …] [--types T,…|all] " +
+  "[--description D] [--enable|--disable] | delete <id> | rotate <id> | test <id> | deliveries <id> [--status S] [--limit N] [--json] | " +
+  "retry <endpointId> <deliveryId> | recover <id> --since <iso>  --contract <addr> [--service-url …]";
+
+const webhookOptions = {
+  "service-url": { type: "string" },
+  types: { type: "string" },
+  description: { type: "string" },
+  enable: { type: "boolean" },
+  disable: { type: "boolean" },
+  status: { type: "string" },
+  limit: { type: "string" },
+  since: { type: "string" },
+  json: { type: "boolean" },
+} as const satisfies ParseArgsConfig["options"];
+
+type WebhookValues = ReturnType<typeof parse<typeof webhookOptions>>["values"];
+type WebhookAction = (client: PointsClient, ids: string[], values: WebhookValues) => Promise<number>;
+
+function printJson(value: unknown): number {
+  console.log(JSON.stringify(value, null, 2));
+  return 0;
+}
+
+/** The service checks each name (400 naming `types`), so the CLI never lags behind its list. */
+function typesOf(value: string | boolean | undefined): WebhookEventType[] | undefined {
+  return typeof value === "string" ? (value.split(",") as WebhookEventType[]) : undefined;
+}
+
+function endpointLine(endpoint: WebhookEndpoint): string {
+  const state = endpoint.disabled ? `DISABLED (${endpoint.disabledReason ?? "no reason"})` : "enabled";
+  return [endpoint.id, endpoint.url, state, endpoint.types.join(","), endpoint.description ?? ""].join("  ").trimEnd();
+}
+
+function deliveryLine(delivery: WebhookDelivery): string {
+  const last = delivery.attempts.at(-1);
+  const answer = last === undefined ? "not sent yet" : `last ${last.at} → ${last.statusCode ?? last.error ?? "no answer"}`;
+  const next = delivery.nextAttemptAt === null ? "" : `next ${delivery.nextAttemptAt}`;
+  return [delivery.id, delivery.status, delivery.eventType, delivery.eventId, `${delivery.attempts.length} attempt(s)`, answer, next]
+    .join("  ")
+    .trimEnd();
+}
+
+/** --description "" clears it (null); absent leaves it. */
+function descriptionOf(value: string | boolean | undefined): string | null | undefined {
+  if (typeof value !== "string") return undefined;
+  return value === "" ? null : value;
+}
+
+function changeOf(values: WebhookValues, endpointUrl: string | undefined): WebhookEndpointChange {
+  if (values.enable && values.disable) throw new UsageError("--enable and --disable exclude each other");
+  const change: WebhookEndpointChange = {
+    url: endpointUrl,
+    types: values.types === "all" ? null : typesOf(values.types),
+    description: descriptionOf(values.description),
+    disabled: values.enable ? false : values.disable ? true : undefined,
+  };
+  const given = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)) as WebhookEndpointChange;
+  if (Object.keys(given).length === 0)
+    throw new UsageError("update needs at least one of --url, --types, --description, --enable, --disable");
+  return given;
+}
+
+async function listDeliveries(client: PointsClient, endpointId: string, values: WebhookValues): Promise<number> {
+  const status = typeof values.status === "string" ? values.status : undefined;
+  if (status !== undefined && !(WEBHOOK_DELIVERY_STATUSES as readonly string[]).includes(status)) {
+    throw new UsageError(`--status must be one of ${WEBHOOK_DELIVERY_STATUSES.join(", ")}`);
+  }
+  const limit = wholeNumber(values.limit, "limit") ?? 50;
+  let shown = 0;
+  for await (const delivery of client.webhookDeliveries(endpointId, {
+    status: status as WebhookDeliveryStatus | undefined,
+    pageSize: limit,
+  })) {
+    if (shown >= limit) break;
+    console.log(values.json ? JSON.stringify(delivery) : deliveryLine(delivery));
+    shown++;
+  }
+  if (!values.json) console.error(`${shown} delivery(ies), newest first${shown === limit ? ` (--limit ${limit}; there may be more)` : ""}`);
+  return 0;
+}
+
+/** Each action with the number of ids it takes after its name. */
+function webhookActions(endpointUrl: string | undefined): Record<string, { ids: number; run: WebhookAction }> {
+  return {
+    list: {
+      ids: 0,
+      run: async (client, _, values) => {
+        const endpoints = await client.listWebhookEndpoints();
+        if (values.json) return printJson(endpoints);
+        for (const endpoint of endpoints) console.log(endpointLine(endpoint));
+        console.error(`${endpoints.length} endpoint(s)`);
+        return 0;
+      },
+    },
+    create: {
+      ids: 0,
+      run: async (client, _, values) => {
+        const url = required(endpointUrl, "url");
+        const created = await client.createWebhookEndpoint({
+          url,
+          types: typesOf(values.types),
+          description: descriptionOf(values.description),
+        });
+        console.error("keep the secret: it is shown only now (and on rotate)");
+        return printJson(created);
+      },
+    },
+    show: { ids: 1, run: async (client, [id]) => printJson(await client.getWebhookEndpoint(id!)) },
+    update: {
+      ids: 1,
+      run: async (client, [id], values) => printJson(await client.updateWebhookEndpoint(id!, changeOf(values, endpointUrl))),
+    },
+    delete: {
+      ids: 1,
+      run: async (client, [id]) => {
+        await client.deleteWebhookEndpoint(id!);
+        console.log(`endpoint ${id} deleted`);
+        return 0;
+      },
+    },
+    rotate: {
+      ids: 1,
+      run: async (client, [id]) => {
+        console.error("the old secret keeps signing beside the new one for 24 hours");
+        return printJson(await client.rotateWebhookSecret(id!));
+      },
+    },
+    test: { ids: 1, run: async (client, [id]) => printJson(await client.testWebhookEndpoint(id!)) },
+    deliveries: { ids: 1, run: (client, [id], values) => listDeliveries(client, id!, values) },
+    retry: { ids: 2, run: async (client, [id, deliveryId]) => printJson(await client.retryWebhookDelivery(id!, deliveryId!)) },
+    recover: {
+      ids: 1,
+      run: async (client, [id], values) => {
+        const since = required(values.since, "since");
+        if (Number.isNaN(Date.parse(since))) throw new UsageError(`--since ${since} is not an ISO 8601 time`);
+        console.log(`requeued ${await client.recoverWebhookDeliveries(id!, since)} FAILED delivery(ies)`);
+        return 0;
+      },
+    },
+  };
+}
+
+/**
+ * `webhooks …`: the contract's webhook endpoints and their deliveries. Here --url is the
+ * endpoint's address (create, update), so the service's comes from --service-url or
+ * POINTS_LEDGER_URL.
+ */
+const webhooks: ClientCommand = async (argv) => {
+  const { values, positionals } = parse(argv, webhookOptions);
+  if (values.help) return usage();
+  const [action, ...ids] = positionals;
+  const endpointUrl = typeof values.url === "string" ? values.url : undefined;
+  const chosen = action === undefined ? undefined : webhookActions(endpointUrl)[action];
+  if (chosen === undefined || ids.length !== chosen.ids) throw new UsageError(WEBHOOKS_USAGE);
+  if (endpointUrl !== undefined && action !== "create" && action !== "update") {
+    throw new UsageError("--url is the endpoint's address (create, update); the service's is --service-url or POINTS_LEDGER_URL");
+  }
+  const client = clientFor({ contract: values.contract, url: values["service-url"] });
+  return reportingFailures(() => chosen.run(client, ids, values));
+};
 function usage(): number {
   console.log(CLIENT_USAGE.trim());
   return 0;
 }
 
-export const clientCommands: Record<string, ClientCommand> = { submit, batches, balances };
+/**
+ * Signs a fresh challenge with OPERATOR_PRIVATE_KEY and prints the console link that solves it
+ * (src/client/console-login.ts): single use, valid for CHALLENGE_TTL_SECONDS, and no token
+ * exists until the browser opens it.
+ */
+const consoleLogin: ClientCommand = async (argv) => {
+  const { values } = parse(argv, {});
+  const key = operatorKey();
+  const contractAddress = contractOf(values.contract);
+  const baseUrl = urlOf(values);
+  return reportingFailures(async () => {
+    const account = privateKeyToAccount(key);
+    const service = new PublicClient({ baseUrl });
+    const challenge = await service.requestChallenge(contractAddress, account.address);
+    const signature = await account.signMessage({ message: challenge.message });
+    const parameters = await service.getParameters();
+    console.log(consoleLoginUrl(baseUrl, { contractAddress, challengeData: challenge.challengeData, signature }));
+    console.error(`open it within ${parameters.CHALLENGE_TTL_SECONDS} s; it signs in once`);
+    return 0;
+  });
+};
+
+export const clientCommands: Record<string, ClientCommand> = { submit, batches, balances, events, webhooks, "console-login": consoleLogin };

@@ -1,16 +1,17 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../config.js";
 import { checksumAddress } from "../domain/address.js";
-import { POINT_TYPES, type PointType } from "../domain/batch.js";
+import { ASSET_PATTERN, MAX_BLOCK } from "../domain/batch.js";
 import { requireAddress, requirePoints } from "../domain/validate.js";
-import { Finalizer } from "../finalizer/finalizer.js";
+import { createWorker } from "../worker/index.js";
 import { startServer } from "../server.js";
 import { openStore } from "../store/open.js";
+import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { LedgerStore } from "../store/store.js";
 import { systemClock } from "../clock.js";
 import { runDemo } from "./demo.js";
 
-type Options = { id?: string | undefined };
+type Options = { id?: string | undefined; asset?: string | undefined; block?: string | undefined };
 export type Command = (args: string[], options: Options, config: () => Config) => Promise<number>;
 
 export class UsageError extends Error {
@@ -21,6 +22,7 @@ async function withStore<T>(config: Config, use: (store: LedgerStore) => Promise
   const store = await openStore(config);
   try {
     await store.migrate();
+    await assertPointTypesConfigured(store, config.pointTypes);
     return await use(store);
   } finally {
     await store.close();
@@ -55,22 +57,17 @@ const serve: Command = async (_args, _options, config) => {
   return 0;
 };
 
-const finalizer: Command = async (_args, _options, config) => {
+/** The background jobs alone (finalize, deliver, purge), beside API-only `serve` processes. */
+const worker: Command = async (_args, _options, config) => {
   const settings = config();
   return withStore(settings, async (store) => {
     const { default: pino } = await import("pino");
     const log = pino({ level: settings.logLevel });
-    const worker = new Finalizer(
-      store,
-      systemClock,
-      { intervalMs: settings.finalizerIntervalMs, batchesPerPass: settings.finalizerBatchesPerPass },
-      null,
-      log,
-    );
-    worker.start();
-    log.info("finalizer running");
+    const jobs = createWorker(store, settings, systemClock, null, log);
+    jobs.start();
+    log.info("worker running: finalize, deliver, purge");
     await shutdownSignal();
-    await worker.stop();
+    await jobs.stop();
     return 0;
   });
 };
@@ -92,17 +89,31 @@ const operator: Command = async (args, _options, config) => {
   });
 };
 
+/** --asset and --block of `credit`: what the points were earned on, and up to which block. */
+function creditSource(options: Options): { asset: string | null; block: number | null } {
+  const asset = options.asset ?? null;
+  if (asset !== null && !new RegExp(ASSET_PATTERN).test(asset)) throw new UsageError(`--asset must match ${ASSET_PATTERN}`);
+  const block = options.block ?? null;
+  if (block !== null && (!/^[0-9]{1,16}$/.test(block) || Number(block) > MAX_BLOCK)) {
+    throw new UsageError(`--block must be a whole number from 0 to ${MAX_BLOCK}`);
+  }
+  return { asset, block: block === null ? null : Number(block) };
+}
+
 const credit: Command = async (args, options, config) => {
+  const settings = config();
   const address = requireAddress(argument(args, 0, "address"), "address");
-  const pointType = argument(args, 1, "pointType") as PointType;
-  if (!POINT_TYPES.includes(pointType)) throw new UsageError(`pointType must be one of ${POINT_TYPES.join(", ")}`);
+  const pointType = argument(args, 1, "pointType");
+  if (!settings.pointTypes.includes(pointType))
+    throw new UsageError(`pointType must be one of ${settings.pointTypes.join(", ")} (POINT_TYPES)`);
   const amount = requirePoints(argument(args, 2, "points"), "points");
+  const source = creditSource(options);
   const creditId = options.id ?? randomUUID();
-  return withStore(config(), async (store) => {
-    const result = await store.credit({ address, creditId, pointType, amount, createdAtMs: Date.now() });
+  return withStore(settings, async (store) => {
+    const result = await store.credit({ address, creditId, pointType, amount, createdAtMs: Date.now(), ...source });
     if (result.kind === "credited") console.log(`credited ${args[2]} ${pointType} to ${checksumAddress(address)} (creditId ${creditId})`);
     else if (result.kind === "exists") console.log(`credit ${creditId} already exists (matches: ${result.matchesRequest})`);
-    else console.log("refused: earnedCumulative would pass 10^18 points");
+    else console.log(`refused: the total supply of ${pointType} (all credits together) would pass 10^18 points`);
     return result.kind === "credited" || (result.kind === "exists" && result.matchesRequest) ? 0 : 1;
   });
 };
@@ -117,4 +128,4 @@ const verify: Command = async (_args, _options, config) =>
 
 const demo: Command = async () => runDemo();
 
-export const commands: Record<string, Command> = { serve, finalizer, migrate, operator, credit, verify, demo };
+export const commands: Record<string, Command> = { serve, worker, finalizer: worker, migrate, operator, credit, verify, demo };

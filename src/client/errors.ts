@@ -1,40 +1,6 @@
-import type { ErrorCode, FieldError } from "../domain/errors.js";
-import type { BatchStatus } from "./types.js";
+import { ERROR_CODES, type ErrorCode, type ErrorDetailsByCode, type FieldError } from "../domain/errors.js";
 
-export type { ErrorCode, FieldError };
-
-/** What `details` holds for each code of the catalogue (API.md, Errors). */
-export interface ErrorDetailsByCode {
-  VALIDATION_FAILED: FieldError[];
-  UNAUTHORIZED: undefined;
-  FORBIDDEN: undefined;
-  NOT_FOUND: undefined;
-  BATCH_ID_EXISTS: { batchId: string; status: BatchStatus; matchesRequest: boolean };
-  BATCH_NOT_CANCELLABLE: { batchId: string; status: BatchStatus };
-  CREDIT_ID_EXISTS: { creditId: string; matchesRequest: boolean };
-  PAYLOAD_TOO_LARGE: undefined;
-  UNSUPPORTED_MEDIA_TYPE: undefined;
-  INSUFFICIENT_BALANCE: { available: string; requested: string };
-  RATE_LIMITED: undefined;
-  INTERNAL: undefined;
-  UNAVAILABLE: undefined;
-}
-
-const CODES: readonly ErrorCode[] = [
-  "VALIDATION_FAILED",
-  "UNAUTHORIZED",
-  "FORBIDDEN",
-  "NOT_FOUND",
-  "BATCH_ID_EXISTS",
-  "BATCH_NOT_CANCELLABLE",
-  "CREDIT_ID_EXISTS",
-  "PAYLOAD_TOO_LARGE",
-  "UNSUPPORTED_MEDIA_TYPE",
-  "INSUFFICIENT_BALANCE",
-  "RATE_LIMITED",
-  "INTERNAL",
-  "UNAVAILABLE",
-];
+export type { ErrorCode, ErrorDetailsByCode, FieldError };
 
 /** An error answer of the service, or of something in front of it (a proxy's bare 503). */
 export class PointsApiError<C extends ErrorCode = ErrorCode> extends Error {
@@ -100,6 +66,8 @@ function codeForStatus(status: number): ErrorCode {
       return "FORBIDDEN";
     case 404:
       return "NOT_FOUND";
+    case 410:
+      return "CURSOR_EXPIRED";
     case 413:
       return "PAYLOAD_TOO_LARGE";
     case 415:
@@ -130,7 +98,7 @@ function isErrorBody(body: unknown): body is ErrorBody {
 
 /** Builds the typed error from a non-2xx answer; `body` is the parsed JSON or null. */
 export function errorFromResponse(status: number, body: unknown, retryAfterSeconds: number | undefined): PointsApiError {
-  if (isErrorBody(body) && (CODES as readonly string[]).includes(body.error.code)) {
+  if (isErrorBody(body) && (ERROR_CODES as readonly string[]).includes(body.error.code)) {
     const { code, message, details } = body.error;
     return new PointsApiError(code as ErrorCode, status, message, details as never, retryAfterSeconds);
   }

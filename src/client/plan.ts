@@ -1,6 +1,8 @@
+import { ID_MAX_LENGTH } from "../domain/batch.js";
 import { keccak256, stringToHex } from "viem";
 import { ZERO_ADDRESS_KEY, checksumAddress, parseAddress } from "../domain/address.js";
 import { MAX_POINTS_UNITS, formatPoints, parsePoints } from "../domain/points.js";
+import { PointsInputError } from "./errors.js";
 import type { Parameters, PointType, Transfer } from "./types.js";
 
 /**
@@ -67,7 +69,8 @@ export function mergeTransfers(transfers: Iterable<Transfer>, rules: MergeRules 
 
 function transferProblem(transfer: Transfer, contract: string | null): string | null {
   const address = parseAddress(transfer.toAddress);
-  if (address === null) return `toAddress "${clip(transfer.toAddress)}" is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)`;
+  if (address === null)
+    return `toAddress "${clip(transfer.toAddress)}" is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)`;
   if (address === ZERO_ADDRESS_KEY) return "toAddress must not be the zero address";
   if (address === contract) return "toAddress must not be the contract itself";
   const units = typeof transfer.points === "string" ? parsePoints(transfer.points) : null;
@@ -93,7 +96,12 @@ function totalProblems(recipients: MergedRecipient[], minimumUnits: bigint): Ite
 
 /** The server's minimum transfer size of a point type, in units. */
 export function minimumUnitsOf(parameters: Parameters, pointType: PointType): bigint {
-  const text = pointType === "PHASE2_GOLD" ? parameters.MINIMUM_PHASE2_GOLD_TRANSFER_SIZE : parameters.MINIMUM_PHASE2_POINTS_TRANSFER_SIZE;
+  if (!parameters.POINT_TYPES.includes(pointType)) {
+    const message = `must be one of the service's point types (${parameters.POINT_TYPES.join(", ")})`;
+    throw new PointsInputError([{ path: "pointType", message }], `pointType ${message}`);
+  }
+  const text = parameters[`MINIMUM_${pointType}_TRANSFER_SIZE`];
+  if (text === undefined) throw new RangeError(`the server sent no MINIMUM_${pointType}_TRANSFER_SIZE`);
   const units = parsePoints(text);
   if (units === null) throw new RangeError(`the server sent an unreadable minimum transfer size "${text}"`);
   return units;
@@ -129,7 +137,6 @@ export function planBatches(recipients: MergedRecipient[], maxPerBatch: number, 
 }
 
 const ID_CHARACTERS = /^[A-Za-z0-9._:-]+$/;
-const ID_MAX_LENGTH = 64;
 /** 64 bits of keccak: collisions between run ids are out of reach in practice. */
 const HASH_HEX_LENGTH = 16;
 

@@ -12,11 +12,26 @@ export interface Signer {
   signMessage(args: { message: string }): Promise<string>;
 }
 
-/** An operator is a 0x private key (kept in memory only) or a Signer. */
-export type OperatorCredential = `0x${string}` | Signer;
+/**
+ * A bearer token obtained elsewhere (the console signs in with a browser wallet or a one-time
+ * login link, then keeps only the token): used until it expires, never renewed, since there is
+ * no key to sign a new challenge with. A 401 then reaches the caller, who signs in again.
+ */
+export interface BearerCredential {
+  bearerToken: string;
+  /** ISO 8601, as /dapp-auth/solve returned it. */
+  expiresAt: string;
+}
 
-export function signerOf(operator: OperatorCredential): Signer {
+/** An operator is a 0x private key (kept in memory only), a Signer, or a bearer token. */
+export type OperatorCredential = `0x${string}` | Signer | BearerCredential;
+
+export function signerOf(operator: OperatorCredential): Signer | BearerCredential {
   return typeof operator === "string" ? privateKeyToAccount(operator) : operator;
+}
+
+function isBearer(credential: Signer | BearerCredential): credential is BearerCredential {
+  return "bearerToken" in credential;
 }
 
 export interface SessionOptions {
@@ -48,21 +63,31 @@ export class OperatorSession {
   constructor(
     private readonly transport: Transport,
     private readonly contractAddress: string,
-    private readonly signer: Signer,
+    private readonly credential: Signer | BearerCredential,
     options: SessionOptions = {},
   ) {
-    this.renewBeforeMs = (options.renewBeforeExpirySeconds ?? 60) * 1000;
     this.now = options.now ?? Date.now;
+    // A given token is used to its end: renewing early would need a key this session lacks.
+    this.renewBeforeMs = isBearer(credential) ? 0 : (options.renewBeforeExpirySeconds ?? 60) * 1000;
+    if (isBearer(credential)) {
+      this.held = { ...credential, expiresAtLocalMs: Date.parse(credential.expiresAt) };
+    }
   }
 
-  get operatorAddress(): string {
-    return this.signer.address;
+  /** The operator's address; null when the session was given a bearer token instead of a key. */
+  get operatorAddress(): string | null {
+    return isBearer(this.credential) ? null : this.credential.address;
   }
 
   /** Signs in now, replacing any token held. */
   async signIn(): Promise<Session> {
     const held = await this.renew(null);
     return { bearerToken: held.bearerToken, expiresAt: held.expiresAt };
+  }
+
+  /** A token valid now (signing in when needed), for requests the transport does not make (the event stream). */
+  async token(): Promise<string> {
+    return this.validToken();
   }
 
   /** Sends an authenticated request; on a 401 signs in again and retries once. */
@@ -108,13 +133,15 @@ export class OperatorSession {
    * solve answer cannot be retried alone: the whole sequence is the unit of retry.
    */
   private async signInOnce(): Promise<HeldToken> {
+    const signer = this.credential;
+    if (isBearer(signer)) throw new PointsApiError("UNAUTHORIZED", 401, "the bearer token expired or was revoked: sign in again");
     const { body: challenge } = await this.transport.exchange<Challenge>({
       method: "POST",
       path: "/v1/dapp-auth/challenge",
-      body: { contractAddress: this.contractAddress, operatorAddress: this.signer.address },
+      body: { contractAddress: this.contractAddress, operatorAddress: signer.address },
       idempotent: true,
     });
-    const signature = await this.signer.signMessage({ message: challenge.message });
+    const signature = await signer.signMessage({ message: challenge.message });
     const sentAtMs = this.now();
     const solved = await this.transport.exchange<Session>({
       method: "POST",

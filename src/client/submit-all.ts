@@ -102,7 +102,14 @@ async function sendPlan(
         results[batch.index] = result;
         batchesDone++;
         transfersDone += batch.transfers.length;
-        options.onProgress?.({ batchId: batch.batchId, created: result.created, batchesDone, batchesTotal: plan.length, transfersDone, transfersTotal });
+        options.onProgress?.({
+          batchId: batch.batchId,
+          created: result.created,
+          batchesDone,
+          batchesTotal: plan.length,
+          transfersDone,
+          transfersTotal,
+        });
       } catch (error) {
         failure ??= { error };
       }

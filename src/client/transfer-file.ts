@@ -56,7 +56,12 @@ type Parsed = { toAddress: string; points: string } | "header" | string;
 
 function parseCsvLine(raw: string, isFirst: boolean): Parsed {
   const fields = raw.split(",").map((field) => unquote(field.trim()));
-  if (isFirst && fields.length === 2 && ADDRESS_HEADERS.includes(fields[0]!.toLowerCase()) && POINTS_HEADERS.includes(fields[1]!.toLowerCase())) {
+  if (
+    isFirst &&
+    fields.length === 2 &&
+    ADDRESS_HEADERS.includes(fields[0]!.toLowerCase()) &&
+    POINTS_HEADERS.includes(fields[1]!.toLowerCase())
+  ) {
     return "header";
   }
   if (fields.length !== 2) return `expected 2 fields "address,points", found ${fields.length}`;

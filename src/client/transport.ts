@@ -29,7 +29,7 @@ export interface TransportOptions {
   timeoutMs?: number;
 }
 
-export type Method = "GET" | "POST" | "PUT" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 export interface RequestSpec {
   method: Method;
@@ -39,7 +39,7 @@ export interface RequestSpec {
   token?: string;
   /**
    * Safe to send again when its answer was lost or was a 5xx: true for reads, PUT and DELETE.
-   * 429 and 503 are retried regardless: API.md guarantees a rejected request changed nothing.
+   * 429 and 503 are retried regardless: docs/api.md guarantees a rejected request changed nothing.
    */
   idempotent: boolean;
   /** The answer is text (GET /metrics), not the JSON envelope. */

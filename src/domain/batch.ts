@@ -1,14 +1,30 @@
 import type { AddressKey } from "./address.js";
 
-export const POINT_TYPES = ["PHASE2_POINTS", "PHASE2_GOLD"] as const;
-export type PointType = (typeof POINT_TYPES)[number];
+/**
+ * A point type is configuration (POINT_TYPES, src/config.ts): the service knows no names of its
+ * own. DEFAULT_POINT_TYPES is only the setting's default, the two types of the Blast API.
+ */
+export type PointType = string;
+export const POINT_TYPE_PATTERN = "^[A-Z][A-Z0-9_]{0,31}$";
+export const DEFAULT_POINT_TYPES = ["PHASE2_POINTS", "PHASE2_GOLD"] as const;
+export type DefaultPointType = (typeof DEFAULT_POINT_TYPES)[number];
+
+/** An asset a credit can name (`asset`), listed per asset in a balance's `byAsset`. */
+export const ASSET_PATTERN = "^[A-Z][A-Z0-9_]{0,15}$";
+export const DEFAULT_BALANCE_ASSETS = ["ETH", "WETH", "USDB", "BLAST"] as const;
+/** A credit's `block`: an integer ≥ 0 that JSON and a JavaScript number carry exactly. */
+export const MAX_BLOCK = Number.MAX_SAFE_INTEGER;
 
 export const BATCH_STATUSES = ["PENDING", "FINALIZING", "FINALIZED", "CANCELLED"] as const;
 export type BatchStatus = (typeof BATCH_STATUSES)[number];
 
-/** batchId and creditId: 1 to 64 characters of `A-Z a-z 0-9 . _ : -`. */
+/**
+ * batchId and creditId: 1 to 64 characters of `A-Z a-z 0-9 . _ : -`, but not `.` or `..`: URL
+ * resolution (fetch, browsers, the project's own client) turns those path segments into the
+ * parent path, so such a batch could never be read or cancelled.
+ */
 export const ID_MAX_LENGTH = 64;
-export const ID_PATTERN = "^[A-Za-z0-9._:-]{1,64}$";
+export const ID_PATTERN = "^(?!\\.{1,2}$)[A-Za-z0-9._:-]{1,64}$";
 
 export interface Transfer {
   toAddress: AddressKey;

@@ -1,51 +1,108 @@
+import type { BatchStatus } from "./batch.js";
+import { MAX_VALIDATION_DETAILS } from "./limits.js";
+
 /**
- * The error catalogue of API.md: every code with its HTTP status. Handlers throw ApiError; one
- * error handler (src/http/errors.ts) turns it into `{success: false, error: {code, message, details?}}`.
+ * The error catalogue of docs/api.md, declared once: every code with its HTTP status, its default
+ * message and the type of its `details`. Handlers throw ApiError; one error handler
+ * (src/http/errors.ts) turns it into `{success: false, error: {code, message, details?}}`, and the
+ * client (src/client/errors.ts) reads answers with the same declarations.
  */
+export const ERROR_CATALOGUE = {
+  VALIDATION_FAILED: { status: 400, message: "request validation failed" },
+  UNAUTHORIZED: { status: 401, message: "missing, malformed, unknown or expired bearer token" },
+  FORBIDDEN: { status: 403, message: "not allowed with this token" },
+  NOT_FOUND: { status: 404, message: "not found" },
+  BATCH_ID_EXISTS: { status: 409, message: "this contract already used the batchId" },
+  BATCH_NOT_CANCELLABLE: { status: 409, message: "the batch can no longer be cancelled" },
+  CREDIT_ID_EXISTS: { status: 409, message: "the creditId is already used" },
+  SNAPSHOT_ID_EXISTS: { status: 409, message: "the snapshotId is already used" },
+  CURSOR_EXPIRED: { status: 410, message: "the events cursor is older than the retained events" },
+  PAYLOAD_TOO_LARGE: { status: 413, message: "request body exceeds the size limit" },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "the body must be application/json" },
+  INSUFFICIENT_BALANCE: { status: 422, message: "the batch total exceeds the available balance" },
+  RATE_LIMITED: { status: 429, message: "rate limit exceeded" },
+  INTERNAL: { status: 500, message: "internal error" },
+  UNAVAILABLE: { status: 503, message: "the service is unavailable, retry shortly" },
+} as const satisfies Record<string, { status: number; message: string }>;
 
-export const ERROR_STATUS = {
-  VALIDATION_FAILED: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  BATCH_ID_EXISTS: 409,
-  BATCH_NOT_CANCELLABLE: 409,
-  CREDIT_ID_EXISTS: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  INSUFFICIENT_BALANCE: 422,
-  RATE_LIMITED: 429,
-  INTERNAL: 500,
-  UNAVAILABLE: 503,
-} as const;
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
+export const ERROR_CODES = Object.keys(ERROR_CATALOGUE) as ErrorCode[];
+
+export const ERROR_STATUS = Object.fromEntries(ERROR_CODES.map((code) => [code, ERROR_CATALOGUE[code].status])) as {
+  [C in ErrorCode]: (typeof ERROR_CATALOGUE)[C]["status"];
+};
 
 export interface FieldError {
   path: string;
   message: string;
 }
 
-export class ApiError extends Error {
-  readonly code: ErrorCode;
+/** What `details` holds for each code (undefined: none). */
+export interface ErrorDetailsByCode {
+  VALIDATION_FAILED: FieldError[];
+  UNAUTHORIZED: undefined;
+  FORBIDDEN: undefined;
+  NOT_FOUND: undefined;
+  BATCH_ID_EXISTS: { batchId: string; status: BatchStatus; matchesRequest: boolean };
+  BATCH_NOT_CANCELLABLE: { batchId: string; status: BatchStatus };
+  CREDIT_ID_EXISTS: { creditId: string; matchesRequest: boolean };
+  SNAPSHOT_ID_EXISTS: { snapshotId: string; matchesRequest: boolean };
+  CURSOR_EXPIRED: undefined;
+  PAYLOAD_TOO_LARGE: undefined;
+  UNSUPPORTED_MEDIA_TYPE: undefined;
+  INSUFFICIENT_BALANCE: { available: string; requested: string };
+  RATE_LIMITED: undefined;
+  INTERNAL: undefined;
+  UNAVAILABLE: undefined;
+}
+
+/** Path of the last `details` entry when the list was cut at MAX_VALIDATION_DETAILS. */
+export const MORE_DETAILS_PATH = "(more)";
+
+export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly code: C;
   readonly status: number;
-  readonly details: unknown;
+  readonly details: ErrorDetailsByCode[C] | undefined;
   /** Seconds for a Retry-After header (429 and 503). */
   readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: unknown, retryAfterSeconds?: number) {
+  constructor(code: C, message: string = ERROR_CATALOGUE[code].message, details?: ErrorDetailsByCode[C], retryAfterSeconds?: number) {
     super(message);
     this.name = "ApiError";
     this.code = code;
-    this.status = ERROR_STATUS[code];
+    this.status = ERROR_CATALOGUE[code].status;
     this.details = details;
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
+/**
+ * VALIDATION_FAILED naming each offending field, at most MAX_VALIDATION_DETAILS of them: a longer
+ * list ends with one `(more)` entry saying how many more were found, so a hostile body cannot make
+ * the answer (or its serialization) grow with its size.
+ */
 export function validationFailed(details: FieldError[], message = "request validation failed"): ApiError {
-  return new ApiError("VALIDATION_FAILED", message, details);
+  return new ApiError("VALIDATION_FAILED", message, capDetails(details));
 }
+
+export function capDetails(details: FieldError[], moreCount = 0): FieldError[] {
+  // Lists already cut (a schema's findings joined by rule checks) carry their count in their
+  // `(more)` entry: fold it back in, so joining and cutting again never loses it.
+  let more = moreCount;
+  const listed: FieldError[] = [];
+  for (const detail of details) {
+    if (detail.path === MORE_DETAILS_PATH) more += Number(MORE_COUNT.exec(detail.message)?.[1] ?? 0);
+    else listed.push(detail);
+  }
+  const extra = Math.max(0, listed.length - MAX_VALIDATION_DETAILS) + more;
+  if (extra === 0) return listed;
+  const kept = listed.slice(0, MAX_VALIDATION_DETAILS);
+  kept.push({ path: MORE_DETAILS_PATH, message: `${extra} more offending field${extra === 1 ? " was" : "s were"} found` });
+  return kept;
+}
+
+const MORE_COUNT = /^(\d+) more/;
 
 export function unauthorized(message = "missing, malformed, unknown or expired bearer token"): ApiError {
   return new ApiError("UNAUTHORIZED", message);

@@ -8,6 +8,12 @@ export const POINT_DECIMALS = 12;
 export const UNITS_PER_POINT = 10n ** BigInt(POINT_DECIMALS);
 /** The largest amount anything may hold or move: 10^18 points. */
 export const MAX_POINTS_UNITS = 10n ** 18n * UNITS_PER_POINT;
+/**
+ * The most of one point type all credits together may issue. Points are only moved after that,
+ * so every balance, pendingSent and batch total stays within it (only cumulative counters of
+ * points passed back and forth can grow past it, and the stores size those for it).
+ */
+export const MAX_SUPPLY_UNITS = MAX_POINTS_UNITS;
 /** Longest decimal string that can denote at most MAX_POINTS_UNITS ("1000000000000000000.000000000000"). */
 export const POINTS_STRING_MAX_LENGTH = 19 + 1 + POINT_DECIMALS;
 
@@ -40,15 +46,6 @@ export function formatPoints(units: bigint): string {
   if (fraction === 0n) return whole.toString();
   const fractionText = fraction.toString().padStart(POINT_DECIMALS, "0").replace(/0+$/, "");
   return `${whole}.${fractionText}`;
-}
-
-/** Splits units into whole points and the fractional remainder (both non-negative). */
-export function splitUnits(units: bigint): { whole: bigint; fraction: bigint } {
-  return { whole: units / UNITS_PER_POINT, fraction: units % UNITS_PER_POINT };
-}
-
-export function joinUnits(whole: bigint | number, fraction: bigint | number): bigint {
-  return BigInt(whole) * UNITS_PER_POINT + BigInt(fraction);
 }
 
 export function sumUnits(amounts: Iterable<bigint>): bigint {

@@ -13,6 +13,7 @@ export interface BatchBody {
 export interface BatchRules {
   minimumTransferUnits: Record<PointType, bigint>;
   defaultFinalizeSeconds: number;
+  maxTransfersPerBatch: number;
 }
 
 /**
@@ -34,10 +35,13 @@ export function toNewBatch(
 ): NewBatch {
   const errors: FieldError[] = [...schemaErrors];
   const pointType: unknown = body?.pointType;
-  const minimum = typeof pointType === "string" && Object.hasOwn(rules.minimumTransferUnits, pointType)
-    ? rules.minimumTransferUnits[pointType as PointType]
-    : undefined;
-  const items: unknown[] = Array.isArray(body?.transfers) ? body.transfers : [];
+  const minimum =
+    typeof pointType === "string" && Object.hasOwn(rules.minimumTransferUnits, pointType)
+      ? rules.minimumTransferUnits[pointType as PointType]
+      : undefined;
+  // Past MAX_TRANSFERS_PER_BATCH the schema has refused the list: its items are not walked, so a
+  // rejected body costs the same however long it is.
+  const items: unknown[] = Array.isArray(body?.transfers) && body.transfers.length <= rules.maxTransfersPerBatch ? body.transfers : [];
   const seen = new Set<string>();
   const transfers: Transfer[] = new Array(items.length);
   let total = 0n;

@@ -2,21 +2,30 @@ import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
+import underPressure from "@fastify/under-pressure";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import { ApiError, unavailable } from "../domain/errors.js";
-import { createMetrics, type Metrics } from "../metrics.js";
+import { LOGGED_URL_MAX_LENGTH, MAX_PARAM_LENGTH } from "../domain/limits.js";
+import { createMetrics, recordCommittedEvents, type Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
-import { authenticateAdmin, authenticateContract } from "./auth.js";
+import { authenticateAdmin, authenticateContract, createAuthLimits } from "./auth.js";
 import type { AppContext } from "./context.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./errors.js";
 import { adminRoutes } from "./routes/admin.js";
 import { authRoutes } from "./routes/auth.js";
 import { batchRoutes } from "./routes/batches.js";
+import { webhookRoutes } from "./routes/webhooks.js";
+import { adminEventRoutes, eventRoutes } from "./routes/events.js";
 import { balanceRoutes } from "./routes/contract.js";
 import { operationRoutes } from "./routes/operations.js";
+import { documentRoute } from "./openapi-docs.js";
+import { publicReadRoutes, snapshotAdminRoutes } from "./routes/snapshots.js";
+import { balancesExportRoute, transferRoutes } from "./routes/transfers.js";
+import { consoleRoutes } from "./routes/console.js";
+import { IntakePool } from "./batch-intake.js";
 import { validatorCompiler } from "./validation.js";
 
 export interface AppOptions {
@@ -28,13 +37,31 @@ export interface AppOptions {
   logger?: boolean | object;
 }
 
-/** Path parameters longer than this are still routed (and then rejected as 400, not 404). */
-const MAX_PARAM_LENGTH = 512;
+/** How often Node checks the headers and request timeouts; bounds how late a slow client is cut off. */
+const TIMEOUT_CHECK_INTERVAL_MS = 500;
+/**
+ * Window over which the mean event-loop delay is taken for load shedding: long enough that one
+ * stall (a GC, compiling schemas at start-up) does not shed, short enough to react within a second.
+ */
+const PRESSURE_SAMPLE_INTERVAL_MS = 1000;
 
 declare module "fastify" {
   interface FastifyInstance {
     /** Makes new requests answer 503 while in-flight ones finish (graceful shutdown). */
     drain(): void;
+  }
+  interface FastifyContextConfig {
+    /** Health, readiness and metrics: answered even while the API sheds load or drains. */
+    operational?: boolean;
+    /** A response that stays open (the event stream): bounded by its own limit, not MAX_IN_FLIGHT_REQUESTS. */
+    longLived?: boolean;
+  }
+}
+
+/** The 503 that @fastify/under-pressure sends when the event loop falls behind, in the catalogue's form. */
+class EventLoopOverloaded extends ApiError {
+  constructor() {
+    super("UNAVAILABLE", "the service is overloaded, retry shortly", undefined, 1);
   }
 }
 
@@ -44,7 +71,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     store: options.store,
     clock: options.clock ?? systemClock,
     metrics: options.metrics ?? createMetrics(),
+    intake: new IntakePool(options.config, options.config.batchIntakeThreads),
   };
+  // The ledger counters follow what this process commits (src/metrics.ts), not what handlers say.
+  const unsubscribe = ctx.store.onCommittedEvents((events) => recordCommittedEvents(ctx.metrics, events));
   const app = Fastify({
     logger: options.logger ?? { level: options.config.logLevel, redact: ["req.headers.authorization"] },
     bodyLimit: options.config.bodyLimitBytes,
@@ -54,6 +84,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: false,
+    // Slow bodies: a request must have fully arrived in time, else the client error handler
+    // answers 400 and closes the connection (src/http/errors.ts).
+    requestTimeout: options.config.requestTimeoutMs,
+    http: { headersTimeout: options.config.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
     trustProxy: options.config.trustProxy,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     onProtoPoisoning: "error",
@@ -64,55 +98,103 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installBodyParsers(app);
+  await installLoadShedding(app, options.config.maxEventLoopDelayMs);
   const admission = installAdmission(app, options.config.maxInFlightRequests);
   installRequestMetrics(app, ctx.metrics);
-  await app.register(rateLimit, {
-    global: false,
-    keyGenerator: (request) => request.headers.authorization ?? request.ip,
-    errorResponseBuilder: (_request, context) =>
-      new ApiError("RATE_LIMITED", `rate limit exceeded, retry in ${context.after}`, undefined, Math.ceil(context.ttl / 1000)),
-  });
-  if (options.config.corsOrigins.length > 0) {
-    const origins = options.config.corsOrigins;
-    await app.register(cors, {
-      origin: origins.includes("*") ? true : origins,
-      methods: ["GET", "PUT", "POST", "DELETE"],
-      allowedHeaders: ["authorization", "content-type", "x-request-id"],
-      exposedHeaders: ["retry-after", "www-authenticate"],
-    });
-  }
+  await registerRateLimits(app);
+  await registerCors(app, options.config.corsOrigins);
   await registerDocs(app);
+  const authLimits = createAuthLimits(app, ctx);
 
   operationRoutes(app, ctx);
   authRoutes(app, ctx);
+  await app.register(consoleRoutes);
   await app.register(
     async (contractScope) => {
-      contractScope.addHook("onRequest", authenticateContract(ctx));
+      contractScope.addHook("onRequest", authenticateContract(ctx, authLimits));
       balanceRoutes(contractScope, ctx);
       batchRoutes(contractScope, ctx);
+      webhookRoutes(contractScope, ctx);
+      eventRoutes(contractScope, ctx);
+      transferRoutes(contractScope, ctx);
     },
     { prefix: "/v1/contracts/:contractAddress" },
   );
   await app.register(
     async (adminScope) => {
-      adminScope.addHook("onRequest", authenticateAdmin(ctx));
+      adminScope.addHook("onRequest", authenticateAdmin(ctx, authLimits));
       adminRoutes(adminScope, ctx);
+      adminEventRoutes(adminScope, ctx);
+      balancesExportRoute(adminScope, ctx);
+      snapshotAdminRoutes(adminScope, ctx);
     },
     { prefix: "/v1/admin" },
   );
-  app.decorate("drain", admission.drain);
-  return app;
+  await app.register(async (readScope) => publicReadRoutes(readScope, ctx, authLimits), { prefix: "/v1" });
+  app.addHook("onClose", async () => {
+    unsubscribe();
+    await ctx.intake.close();
+  });
+  return app.decorate("drain", admission.drain);
+}
+
+async function registerRateLimits(app: FastifyInstance): Promise<void> {
+  await app.register(rateLimit, {
+    global: false,
+    // The client's address only: a header the client chooses (junk tokens, `Bearer` spelled 64
+    // ways) must not buy fresh buckets. Contract routes count per verified contract (http/auth.ts).
+    keyGenerator: (request) => request.ip,
+    errorResponseBuilder: (_request, context) =>
+      new ApiError("RATE_LIMITED", `rate limit exceeded, retry in ${context.after}`, undefined, Math.ceil(context.ttl / 1000)),
+  });
+}
+
+/** CORS headers for the configured browser origins (CORS_ORIGINS); none when it is empty. */
+async function registerCors(app: FastifyInstance, origins: readonly string[]): Promise<void> {
+  if (origins.length === 0) return;
+  await app.register(cors, {
+    origin: origins.includes("*") ? true : [...origins],
+    methods: ["GET", "PUT", "POST", "PATCH", "DELETE"],
+    allowedHeaders: ["authorization", "content-type", "x-request-id"],
+    exposedHeaders: ["retry-after", "www-authenticate"],
+  });
+}
+
+/**
+ * Sheds load when the CPU is the bottleneck: while the mean event-loop delay is past the limit,
+ * new API requests get 503 + Retry-After at once (cheap) instead of queueing behind the work
+ * that is already late. Operational routes pass (see `operational`).
+ */
+async function installLoadShedding(app: FastifyInstance, maxEventLoopDelayMs: number): Promise<void> {
+  if (maxEventLoopDelayMs === 0) return;
+  await app.register(underPressure, {
+    maxEventLoopDelay: maxEventLoopDelayMs,
+    sampleInterval: PRESSURE_SAMPLE_INTERVAL_MS,
+    pressureHandler: (request) => (request.routeOptions.config.operational ? undefined : Promise.reject(new EventLoopOverloaded())),
+  });
 }
 
 /**
  * Answers 503 at once, instead of queueing without bound, when more than `maxInFlight` requests
- * are being served, and to every new request once draining for shutdown has begun.
+ * are being served, and to every new request once draining for shutdown has begun. A request is
+ * counted from when its body has arrived (preValidation), so clients still sending a body (slow
+ * or silent ones, bounded by the request timeout) never take a slot from the others; health,
+ * readiness and metrics are never refused for load (only, like everything, once draining for
+ * shutdown has begun).
  */
 function installAdmission(app: FastifyInstance, maxInFlight: number): { drain(): void } {
   let inFlight = 0;
   let draining = false;
-  app.addHook("onRequest", async (_request, reply) => {
+  // Draining refuses requests by their arrival: one that arrived before SIGTERM is finished even
+  // if its body completes afterwards.
+  app.addHook("onRequest", async () => {
     if (draining) throw unavailable("the service is shutting down", 1);
+  });
+  app.addHook("preValidation", async (request, reply) => {
+    if (request.routeOptions.config.operational) return;
+    // An event stream would hold its slot for hours: a few hundred listeners would leave none for
+    // the requests this bound protects. Streams have their own bound (MAX_EVENT_STREAMS).
+    if (request.routeOptions.config.longLived) return;
     if (inFlight >= maxInFlight) throw unavailable("too many requests in flight", 1);
     inFlight += 1;
     reply.raw.once("close", () => {
@@ -134,13 +216,24 @@ function installAdmission(app: FastifyInstance, maxInFlight: number): { drain():
 }
 
 /**
- * Only JSON bodies are parsed. Any other content type is read up to the body limit (so an
- * oversized body is a 413 whatever its type, as API.md orders) and then refused with 415.
+ * Only JSON bodies are parsed (prototype poisoning refused). Any other content type is read up to the body limit (so an
+ * oversized body is a 413 whatever its type, as docs/api.md orders) and then refused with 415.
  */
 function installBodyParsers(app: FastifyInstance): void {
   app.removeContentTypeParser("text/plain");
+  // Many clients send `Content-Type: application/json` on every request, DELETE and GET included:
+  // an empty body is no body for a route that takes none (docs/api.md Conventions).
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if (body.length === 0 && request.routeOptions.schema?.body === undefined) {
+      done(null, undefined);
+      return;
+    }
+    void parseJson(request, body as string, done);
+  });
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, _body, done) => {
-    done(new ApiError("UNSUPPORTED_MEDIA_TYPE", "the body must be application/json"), undefined);
+    done(new ApiError("UNSUPPORTED_MEDIA_TYPE"), undefined);
   });
 }
 
@@ -151,20 +244,51 @@ function installRequestMetrics(app: FastifyInstance, metrics: Metrics): void {
     metrics.requests.inc(labels);
     metrics.requestSeconds.observe(labels, reply.elapsedTime / 1000);
     request.log.info(
-      { method: request.method, route, url: request.url.slice(0, 200), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      { method: request.method, route, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
       "request",
     );
   });
 }
 
+/** Query parameters whose values are secrets (a client may put its bearer token in the URL). */
+const SECRET_PARAMETER = /token|secret|auth|key|signature|password|session/i;
+
+/** The URL as logged: secret-looking query values replaced, and cut to a bounded length. */
+export function redactUrl(url: string): string {
+  const queryStart = url.indexOf("?");
+  if (queryStart === -1) return url.slice(0, LOGGED_URL_MAX_LENGTH);
+  const query = url
+    .slice(queryStart + 1)
+    .split("&")
+    .map((pair) => {
+      const name = pair.split("=", 1)[0]!;
+      return pair.includes("=") && SECRET_PARAMETER.test(safeDecode(name)) ? `${name}=[REDACTED]` : pair;
+    })
+    .join("&");
+  return `${url.slice(0, queryStart)}?${query}`.slice(0, LOGGED_URL_MAX_LENGTH);
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 async function registerDocs(app: FastifyInstance): Promise<void> {
+  // Before any route is added: every route gets its summary and description (openapi-docs.ts).
+  app.addHook("onRoute", documentRoute);
   await app.register(swagger, {
     openapi: {
       openapi: "3.0.3",
       info: {
         title: "points-ledger",
         version: "0.1.0",
-        description: "Self-hostable Points API, compatible with the Blast Points API. See API.md.",
+        description:
+          "Self-hostable Points API, compatible with the Blast Points API: a contract's operator signs in, submits batches of point " +
+          "transfers that finalize after a cancellable delay, reads balances, events and webhooks. The reference organised by task, " +
+          "with a curl example of every route, is docs/api.md in the project's repository; docs/migrating.md covers moving from the Blast Points API.",
       },
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
     },

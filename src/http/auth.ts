@@ -1,6 +1,7 @@
-import type { FastifyRequest, onRequestAsyncHookHandler } from "fastify";
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import { parseAddress } from "../domain/address.js";
-import { forbidden, unauthorized, validationFailed } from "../domain/errors.js";
+import { ApiError, forbidden, unauthorized } from "../domain/errors.js";
+import { MAX_FAILED_AUTHENTICATIONS_PER_MINUTE } from "../domain/limits.js";
 import { bearerTokenOf, hashToken, isWellFormedToken, secretsEqual } from "../auth/tokens.js";
 import type { TokenGrant } from "../store/store.js";
 import type { AppContext } from "./context.js";
@@ -11,33 +12,75 @@ declare module "fastify" {
   }
 }
 
+const MINUTE_MS = 60_000;
+
+/** A check of @fastify/rate-limit's (`createRateLimit`): counts this request under its key. */
+type RateCheck = (request: FastifyRequest) => Promise<{ isAllowed: boolean; isExceeded?: boolean; ttlInSeconds?: number }>;
+
 /**
- * onRequest hook of the contract routes: runs before the body is read, so 401 and 403 win over
- * 413/415/400 as API.md orders them. A malformed contract address in the path is a 400 (it
- * names no contract); a valid token for a different contract is a 403.
+ * Request budgets keyed on what the server verified, never on a header the client chooses:
+ * contract routes per contract of a verified token (RATE_LIMIT_PER_MINUTE), and failed
+ * authentications (unknown token, wrong admin token) per client address.
  */
-export function authenticateContract(ctx: AppContext): onRequestAsyncHookHandler {
-  return async (request: FastifyRequest) => {
-    const token = bearerTokenOf(request.headers.authorization);
-    if (token === null || !isWellFormedToken(token)) throw unauthorized();
-    const grant = await ctx.store.findToken(hashToken(token), ctx.clock.now());
-    if (grant === null) throw unauthorized();
-    const pathAddress = (request.params as { contractAddress?: string }).contractAddress ?? "";
-    const contract = parseAddress(pathAddress);
-    if (contract === null) {
-      throw validationFailed([{ path: "contractAddress", message: "is not a valid address (bad EIP-55 checksum)" }]);
-    }
-    if (contract !== grant.contract) throw forbidden("this token is for another contract");
-    request.grant = grant;
+export interface AuthLimits {
+  perContract: RateCheck;
+  failedAuthentication: RateCheck;
+}
+
+export function createAuthLimits(app: FastifyInstance, ctx: AppContext): AuthLimits {
+  return {
+    perContract: app.createRateLimit({
+      max: ctx.config.rateLimitPerMinute,
+      timeWindow: MINUTE_MS,
+      keyGenerator: (request) => `contract:${request.grant?.contract ?? ""}`,
+    }),
+    failedAuthentication: app.createRateLimit({
+      max: MAX_FAILED_AUTHENTICATIONS_PER_MINUTE,
+      timeWindow: MINUTE_MS,
+      keyGenerator: (request) => `auth-failure:${request.ip}`,
+    }),
   };
 }
 
-/** Admin routes: 403 unless ADMIN_TOKEN is configured and presented. */
-export function authenticateAdmin(ctx: AppContext): onRequestAsyncHookHandler {
+async function enforce(check: RateCheck, request: FastifyRequest): Promise<void> {
+  const result = await check(request);
+  if (!result.isAllowed && result.isExceeded) {
+    throw new ApiError("RATE_LIMITED", "rate limit exceeded", undefined, Math.max(1, result.ttlInSeconds ?? 1));
+  }
+}
+
+/** Counts a failed authentication of this client; past the limit the answer is 429 instead of `error`. */
+async function failAuthentication(limits: AuthLimits, request: FastifyRequest, error: ApiError): Promise<never> {
+  await enforce(limits.failedAuthentication, request);
+  throw error;
+}
+
+/**
+ * onRequest hook of the contract routes: runs before the body is read, so 401 and 403 win over
+ * 413/415/400 as docs/api.md orders them. A valid token with a path address that is not its contract
+ * (another contract, or a malformed address) is a 403: the token is not for it.
+ */
+export function authenticateContract(ctx: AppContext, limits: AuthLimits): onRequestAsyncHookHandler {
+  return async (request: FastifyRequest) => {
+    const token = bearerTokenOf(request.headers.authorization);
+    if (token === null || !isWellFormedToken(token)) return failAuthentication(limits, request, unauthorized());
+    const grant = await ctx.store.findToken(hashToken(token), ctx.clock.now());
+    if (grant === null) return failAuthentication(limits, request, unauthorized());
+    const pathAddress = (request.params as { contractAddress?: string }).contractAddress ?? "";
+    if (parseAddress(pathAddress) !== grant.contract) throw forbidden("this token is not for that contract address");
+    request.grant = grant;
+    await enforce(limits.perContract, request);
+  };
+}
+
+/** Admin routes: 403 unless ADMIN_TOKEN is configured and presented; repeated wrong tokens from one client get 429. */
+export function authenticateAdmin(ctx: AppContext, limits: AuthLimits): onRequestAsyncHookHandler {
   return async (request: FastifyRequest) => {
     const adminToken = ctx.config.adminToken;
     if (adminToken === null) throw forbidden("the admin API is disabled (no ADMIN_TOKEN configured)");
     const token = bearerTokenOf(request.headers.authorization);
-    if (token === null || !secretsEqual(token, adminToken)) throw forbidden("admin routes need the admin token");
+    if (token === null || !secretsEqual(token, adminToken)) {
+      return failAuthentication(limits, request, forbidden("admin routes need the admin token"));
+    }
   };
 }

@@ -1,4 +1,7 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from "fastify";
 import type { Clock } from "../clock.js";
+import type { IntakePool } from "./batch-intake.js";
 import type { Config } from "../config.js";
 import type { Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
@@ -9,9 +12,15 @@ export interface AppContext {
   store: LedgerStore;
   clock: Clock;
   metrics: Metrics;
+  /** Parses and validates submitted batch bodies, in worker threads beside the writer. */
+  intake: IntakePool;
 }
 
-/** Per-token request budget of the contract routes (RATE_LIMIT_PER_MINUTE); keyed by the Authorization header. */
-export function contractRateLimit(ctx: AppContext) {
-  return { rateLimit: { max: ctx.config.rateLimitPerMinute, timeWindow: 60_000 } };
-}
+/** A Fastify instance whose route types come from the TypeBox schemas (params, query, body, response). */
+export type ApiInstance = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;

@@ -2,7 +2,7 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, notFound, unavailable, validationFailed } from "../domain/errors.js";
-import { StoreUnavailableError, isStoreUnavailable } from "../store/errors.js";
+import { StoreUnavailableError } from "../store/errors.js";
 import { fieldErrorsOf } from "./validation.js";
 
 /**
@@ -13,16 +13,15 @@ import { fieldErrorsOf } from "./validation.js";
 export function toApiError(error: FastifyError | Error): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof StoreUnavailableError) return unavailable(error.message, error.retryAfterSeconds);
-  if (isStoreUnavailable(error)) return unavailable("the database is busy");
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) return validationFailed(fieldErrorsOf(fastifyError.validation as never));
   switch (fastifyError.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError("PAYLOAD_TOO_LARGE", "request body exceeds the size limit");
+      return new ApiError("PAYLOAD_TOO_LARGE");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return fastifyError.statusCode === 415
-        ? new ApiError("UNSUPPORTED_MEDIA_TYPE", "the body must be application/json")
+        ? new ApiError("UNSUPPORTED_MEDIA_TYPE")
         : validationFailed([{ path: "(body)", message: fastifyError.message }]);
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return validationFailed([{ path: "(body)", message: "the JSON body is empty" }]);
@@ -31,14 +30,14 @@ export function toApiError(error: FastifyError | Error): ApiError {
       return notFound("no such route");
   }
   const status = fastifyError.statusCode ?? 500;
-  if (status === 413) return new ApiError("PAYLOAD_TOO_LARGE", "request body exceeds the size limit");
-  if (status === 415) return new ApiError("UNSUPPORTED_MEDIA_TYPE", "the body must be application/json");
+  if (status === 413) return new ApiError("PAYLOAD_TOO_LARGE");
+  if (status === 415) return new ApiError("UNSUPPORTED_MEDIA_TYPE");
   if (status === 404) return notFound("no such route");
   if (status >= 400 && status < 500) {
     // JSON syntax errors, prototype poisoning, malformed headers: all the client's input.
     return validationFailed([{ path: "(body)", message: fastifyError.message }], "malformed request");
   }
-  return new ApiError("INTERNAL", "internal error");
+  return new ApiError("INTERNAL");
 }
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
@@ -69,13 +68,22 @@ export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequ
  */
 export function clientErrorHandler(error: ConnectionError, socket: Socket): void {
   if (error.code === "ECONNRESET" || socket.destroyed || !socket.writable) return;
-  const apiError =
-    error.code === "HPE_HEADER_OVERFLOW"
-      ? new ApiError("PAYLOAD_TOO_LARGE", "the request line and headers exceed the size limit")
-      : validationFailed([{ path: "(request)", message: "is not a well-formed HTTP/1.1 request" }], "malformed request");
+  const apiError = clientErrorOf(error.code);
   const body = JSON.stringify({ success: false, error: { code: apiError.code, message: apiError.message, details: apiError.details } });
   socket.end(
     `HTTP/1.1 ${apiError.status} ${STATUS_CODES[apiError.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+function clientErrorOf(code: string | undefined): ApiError {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return new ApiError("PAYLOAD_TOO_LARGE", "the request line and headers exceed the size limit");
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      // Node's headers/request timeout: a client that sends its headers or body too slowly.
+      return validationFailed([{ path: "(request)", message: "did not arrive within the request timeout" }], "request timeout");
+    default:
+      return validationFailed([{ path: "(request)", message: "is not a well-formed HTTP/1.1 request" }], "malformed request");
+  }
 }

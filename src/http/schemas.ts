@@ -1,9 +1,15 @@
+import { CURSOR_MAX_LENGTH, PAGE_LIMIT_MAX } from "../domain/limits.js";
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { Config } from "../config.js";
 import { ADDRESS_PATTERN } from "../domain/address.js";
-import { BATCH_STATUSES, ID_MAX_LENGTH, ID_PATTERN, POINT_TYPES } from "../domain/batch.js";
-import { ERROR_STATUS } from "../domain/errors.js";
+import { ASSET_PATTERN, BATCH_STATUSES, ID_MAX_LENGTH, ID_PATTERN, MAX_BLOCK, type PointType } from "../domain/batch.js";
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from "../domain/errors.js";
 import { POINTS_PATTERN, POINTS_STRING_MAX_LENGTH } from "../domain/points.js";
+import { MESSAGE_KEYWORD } from "./validation.js";
+import * as docs from "./openapi-docs.js";
+import { STREAM_EVENT_TYPES } from "../domain/events.js";
+import { DELIVERY_ID_PATTERN, ENDPOINT_ID_PATTERN } from "../store/webhook-rules.js";
+import { SNAPSHOT_DECIMALS_MAX, SNAPSHOT_DECIMALS_MIN, SNAPSHOT_MEASURES } from "../domain/snapshot.js";
 
 /**
  * One set of TypeBox schemas drives request validation, TypeScript types and the OpenAPI
@@ -12,14 +18,31 @@ import { POINTS_PATTERN, POINTS_STRING_MAX_LENGTH } from "../domain/points.js";
 
 /** ISO 8601 UTC with optional milliseconds, as printed by the service. */
 export const ISO_TIME_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,3})?Z$";
-const CURSOR_MAX_LENGTH = 128;
-export const LIST_LIMIT_MAX = 1000;
-export const LIST_LIMIT_DEFAULT = 100;
+/**
+ * Every string that enters has a pattern, so text a database cannot store (a NUL byte, invalid
+ * UTF-16) is refused as 400 where it enters, never reaching SQL.
+ */
+const CURSOR_PATTERN = "^[A-Za-z0-9_-]+$";
+/**
+ * challengeData and signature: printable ASCII. A wrong value of that form is still the 401 of
+ * docs/api.md ("a bad challenge or signature"); control characters and NUL are malformed input (400).
+ */
+const PRINTABLE_PATTERN = "^[\\x20-\\x7e]+$";
 
-export const Address = Type.String({ pattern: ADDRESS_PATTERN, description: "0x + 40 hex digits; EIP-55 checksum checked when mixed case" });
-export const Points = Type.String({ pattern: POINTS_PATTERN, maxLength: POINTS_STRING_MAX_LENGTH, description: "decimal points, up to 12 fractional digits" });
+export const Address = Type.String({
+  pattern: ADDRESS_PATTERN,
+  description: "0x + 40 hex digits; EIP-55 checksum checked when mixed case",
+});
+export const Points = Type.String({
+  pattern: POINTS_PATTERN,
+  maxLength: POINTS_STRING_MAX_LENGTH,
+  description: "decimal points, up to 12 fractional digits",
+});
 export const Id = Type.String({ pattern: ID_PATTERN, maxLength: ID_MAX_LENGTH, minLength: 1 });
-export const PointTypeSchema = Type.Union(POINT_TYPES.map((t) => Type.Literal(t)));
+/** One of the configured point types (POINT_TYPES); an enum, so a refusal names the allowed ones. */
+export function pointTypeSchema(config: Pick<Config, "pointTypes">) {
+  return Type.Unsafe<PointType>({ type: "string", enum: [...config.pointTypes], description: "a configured point type (POINT_TYPES)" });
+}
 export const StatusSchema = Type.Union(BATCH_STATUSES.map((s) => Type.Literal(s)));
 const Time = Type.String({ format: "date-time", description: "ISO 8601 UTC with milliseconds" });
 const NullableTime = Type.Union([Time, Type.Null()]);
@@ -33,45 +56,108 @@ export const CreditParams = Type.Object({ contractAddress: Address, creditId: Id
 export function batchBodySchema(config: Config) {
   return Type.Object(
     {
-      pointType: PointTypeSchema,
+      pointType: pointTypeSchema(config),
       transfers: Type.Array(Type.Object({ toAddress: Address, points: Points }, closed), {
         minItems: 1,
         maxItems: config.maxTransfersPerBatch,
       }),
       secondsToFinalize: Type.Optional(
-        Type.Union([
-          Type.Integer({ minimum: config.minimumFinalizeSeconds, maximum: config.defaultFinalizeSeconds }),
-          Type.Null(),
-        ]),
+        Type.Union([Type.Integer({ minimum: config.minimumFinalizeSeconds, maximum: config.defaultFinalizeSeconds }), Type.Null()], {
+          [MESSAGE_KEYWORD]: `must be an integer from ${config.minimumFinalizeSeconds} to ${config.defaultFinalizeSeconds} (seconds), or null for the default`,
+        }),
       ),
+    },
+    { ...closed, ...docs.batchBodyDocs(config) },
+  );
+}
+
+export function listQuerySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object(
+    {
+      pointType: Type.Optional(pointTypeSchema(config)),
+      status: Type.Optional(StatusSchema),
+      createdBefore: Type.Optional(Type.String({ pattern: ISO_TIME_PATTERN })),
+      createdAfter: Type.Optional(Type.String({ pattern: ISO_TIME_PATTERN })),
+      sort: Type.Optional(Type.Union([Type.Literal("ASC"), Type.Literal("DESC")])),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
+      cursor: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, maxLength: CURSOR_MAX_LENGTH })),
     },
     closed,
   );
 }
 
-export const ListQuery = Type.Object(
+// --- Events (docs/api.md Events): the pull API, the admin listing and the stream. ---------------------
+
+/** Comma-separated event type names; the route checks each against the types the listing allows. */
+const EVENT_TYPES_PATTERN = "^[a-z.,]+$";
+const EVENT_TYPES_MAX_LENGTH = 512;
+
+const eventTypesQuery = Type.String({
+  pattern: EVENT_TYPES_PATTERN,
+  maxLength: EVENT_TYPES_MAX_LENGTH,
+  description: "comma-separated event types",
+});
+const eventCursorQuery = Type.String({
+  pattern: CURSOR_PATTERN,
+  maxLength: CURSOR_MAX_LENGTH,
+  description: "a cursor from an earlier answer",
+});
+
+export const EventsQuery = Type.Object(
   {
-    pointType: Type.Optional(PointTypeSchema),
-    status: Type.Optional(StatusSchema),
-    createdBefore: Type.Optional(Type.String({ pattern: ISO_TIME_PATTERN })),
-    createdAfter: Type.Optional(Type.String({ pattern: ISO_TIME_PATTERN })),
-    sort: Type.Optional(Type.Union([Type.Literal("ASC"), Type.Literal("DESC")])),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMIT_MAX })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: CURSOR_MAX_LENGTH })),
+    after: Type.Optional(eventCursorQuery),
+    types: Type.Optional(eventTypesQuery),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
   },
   closed,
 );
+/** The stream also resumes after the Last-Event-ID header, which wins over `after`. */
+export const EventStreamQuery = Type.Object({ after: Type.Optional(eventCursorQuery), types: Type.Optional(eventTypesQuery) }, closed);
 
-export const ChallengeBody = Type.Object({ contractAddress: Address, operatorAddress: Address }, closed);
+/** The Event object; `data` depends on `type` (src/domain/events.ts EventDataByType). */
+const EventJson = Type.Object({
+  id: Type.String(),
+  type: Type.String(),
+  contractAddress: Type.Union([Type.String(), Type.Null()]),
+  occurredAt: Time,
+  data: Type.Unknown(),
+});
+export const EventResponses = {
+  page: Type.Object(
+    { success: Type.Literal(true), events: Type.Array(EventJson), cursor: Type.String(), hasMore: Type.Boolean() },
+    docs.responseDocs.eventPage,
+  ),
+};
+
+export const ChallengeBody = Type.Object({ contractAddress: Address, operatorAddress: Address }, { ...closed, ...docs.challengeBodyDocs });
 export const SolveBody = Type.Object(
   {
-    challengeData: Type.String({ minLength: 1, maxLength: 256 }),
-    signature: Type.String({ minLength: 1, maxLength: 4096, description: "0x hex ERC-191 signature" }),
+    challengeData: Type.String({ pattern: PRINTABLE_PATTERN, maxLength: 256 }),
+    signature: Type.String({ pattern: PRINTABLE_PATTERN, maxLength: 4096, description: "0x hex ERC-191 signature" }),
+  },
+  { ...closed, ...docs.solveBodyDocs },
+);
+export const OperatorBody = Type.Object({ operatorAddress: Address }, { ...closed, ...docs.operatorBodyDocs });
+/** GET /v1/admin/contracts: cursor paging only, with the listings' limit bounds. */
+export const ContractsQuery = Type.Object(
+  {
+    cursor: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, maxLength: CURSOR_MAX_LENGTH })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
   },
   closed,
 );
-export const OperatorBody = Type.Object({ operatorAddress: Address }, closed);
-export const CreditBody = Type.Object({ pointType: PointTypeSchema, points: Points }, closed);
+/** `asset` and `block` say what the credited points were earned on; they feed byAsset. */
+export function creditBodySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object(
+    {
+      pointType: pointTypeSchema(config),
+      points: Points,
+      asset: Type.Optional(Type.Union([Type.String({ pattern: ASSET_PATTERN, maxLength: 16 }), Type.Null()])),
+      block: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: MAX_BLOCK }), Type.Null()])),
+    },
+    { ...closed, ...docs.creditBodyDocs(config) },
+  );
+}
 
 export const BatchJson = Type.Object({
   id: Type.String(),
@@ -89,15 +175,34 @@ export const BatchJson = Type.Object({
 });
 
 const TransferJson = Type.Object({ toAddress: Type.String(), points: Type.String() });
-const BalanceJson = Type.Object({
-  available: Type.String(),
-  pendingSent: Type.String(),
-  earnedCumulative: Type.String(),
-  receivedCumulative: Type.String(),
-  finalizedSentCumulative: Type.String(),
-});
+const AssetEarningsJson = Type.Object({ earnedCumulative: Type.String(), earnedCumulativeBlock: Type.Integer() });
 
-const ok = <T extends Record<string, TSchema>>(fields: T) => Type.Object({ success: Type.Literal(true), ...fields });
+/** A balance: every configured asset in byAsset, and any other asset a credit named. */
+function balanceJsonSchema(config: Pick<Config, "balanceAssets">) {
+  return Type.Object({
+    available: Type.String(),
+    pendingSent: Type.String(),
+    earnedCumulative: Type.String(),
+    receivedCumulative: Type.String(),
+    finalizedSentCumulative: Type.String(),
+    byAsset: Type.Object(Object.fromEntries(config.balanceAssets.map((asset) => [asset, AssetEarningsJson])), {
+      additionalProperties: AssetEarningsJson,
+    }),
+  });
+}
+
+/** One key per configured point type. */
+export function balancesResponseSchema(config: Pick<Config, "pointTypes" | "balanceAssets">) {
+  const balance = balanceJsonSchema(config);
+  return ok(
+    { balancesByPointType: Type.Object(Object.fromEntries(config.pointTypes.map((pointType) => [pointType, balance]))) },
+    docs.balancesDocs(config),
+  );
+}
+
+/** A 200 answer; `annotations` are its OpenAPI description and examples (openapi-docs.ts). */
+const ok = <T extends Record<string, TSchema>>(fields: T, annotations: docs.SchemaDocs = {}) =>
+  Type.Object({ success: Type.Literal(true), ...fields }, annotations);
 
 export const ErrorJson = Type.Object({
   success: Type.Literal(false),
@@ -109,20 +214,226 @@ export const ErrorJson = Type.Object({
 });
 
 export const Responses = {
-  submitted: ok({ batchId: Type.String() }),
-  batch: ok({ batch: BatchJson }),
-  batchWithTransfers: ok({ batch: Type.Intersect([BatchJson, Type.Object({ transfers: Type.Array(TransferJson) })]) }),
-  batchList: ok({ batches: Type.Array(BatchJson), cursor: Type.Union([Type.String(), Type.Null()]) }),
-  balances: ok({ balancesByPointType: Type.Object({ PHASE2_POINTS: BalanceJson, PHASE2_GOLD: BalanceJson }) }),
-  challenge: ok({ challengeData: Type.String(), message: Type.String() }),
-  solved: ok({ bearerToken: Type.String(), expiresAt: Time }),
-  operator: ok({ contractAddress: Type.String(), operatorAddress: Type.String() }),
-  credited: ok({ creditId: Type.String() }),
+  submitted: ok({ batchId: Type.String() }, docs.responseDocs.submitted),
+  batch: ok({ batch: BatchJson }, docs.responseDocs.batch),
+  batchWithTransfers: ok(
+    { batch: Type.Intersect([BatchJson, Type.Object({ transfers: Type.Array(TransferJson) })]) },
+    docs.responseDocs.batchWithTransfers,
+  ),
+  batchList: ok({ batches: Type.Array(BatchJson), cursor: Type.Union([Type.String(), Type.Null()]) }, docs.responseDocs.batchList),
+  challenge: ok({ challengeData: Type.String(), message: Type.String() }, docs.responseDocs.challenge),
+  solved: ok({ bearerToken: Type.String(), expiresAt: Time }, docs.responseDocs.solved),
+  operator: ok({ contractAddress: Type.String(), operatorAddress: Type.String() }, docs.responseDocs.operator),
+  contractList: ok(
+    {
+      contracts: Type.Array(Type.Object({ contractAddress: Type.String(), operatorAddress: Type.String(), updatedAt: Time })),
+      cursor: Type.Union([Type.String(), Type.Null()]),
+    },
+    docs.responseDocs.contractList,
+  ),
+  credited: ok({ creditId: Type.String() }, docs.responseDocs.credited),
+  health: ok({ status: Type.String() }, docs.responseDocs.health),
+  ready: ok({ status: Type.String() }, docs.responseDocs.ready),
 };
 
-/** Response schemas for a route: its 200 shape plus the error body for documentation. */
-export function responses(success: TSchema, ...errorStatuses: number[]): Record<number, TSchema> {
-  const result: Record<number, TSchema> = { 200: success };
-  for (const status of errorStatuses) result[status] = ErrorJson;
+/** GET /v1/parameters: the values in force, which are also its example. */
+export function parametersResponseSchema(parameters: Record<string, unknown>) {
+  return ok(
+    { parameters: Type.Object({}, { additionalProperties: true }) },
+    { description: "The parameters in force.", examples: [{ success: true, parameters }] },
+  );
+}
+
+/** A 200 that is not JSON (the event stream, metrics): documented by media type, sent as it is. */
+interface TextResponse {
+  description: string;
+  content: Record<string, unknown>;
+}
+export function textResponse(mediaType: string, description: string, example: string): TextResponse {
+  return { description, content: { [mediaType]: { schema: Type.String(), example } } };
+}
+
+/**
+ * Response schemas for a route: its 200 shape plus the error body of each error it can answer,
+ * named by status (every catalogue code of that status) or by code (a route that answers only one
+ * of a status's codes, e.g. one 409). Each error answer carries its codes' description and examples.
+ */
+export function responses(success: TSchema | TextResponse, ...errors: (number | ErrorCode)[]): Record<number, TSchema | TextResponse> {
+  const result: Record<number, TSchema | TextResponse> = { 200: success };
+  const codesByStatus = new Map<number, ErrorCode[]>();
+  for (const error of errors) {
+    const status = typeof error === "number" ? error : ERROR_STATUS[error];
+    const codes = typeof error === "number" ? ERROR_CODES.filter((code) => ERROR_STATUS[code] === error) : [error];
+    codesByStatus.set(status, [...(codesByStatus.get(status) ?? []), ...codes]);
+  }
+  for (const [status, codes] of codesByStatus) result[status] = Type.Object(ErrorJson.properties, docs.errorDocs(codes));
   return result;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Webhooks (docs/api.md Webhooks; routes/webhooks.ts).
+
+const WEBHOOK_URL_MAX_LENGTH = 2048;
+const WEBHOOK_DESCRIPTION_MAX_LENGTH = 256;
+export const DELIVERY_LIST_LIMIT_MAX = 250;
+export const DELIVERY_LIST_LIMIT_DEFAULT = 50;
+
+/** Printable ASCII without spaces (an international host name is sent in its xn-- form); the target checks follow in the route. */
+const WebhookUrl = Type.String({
+  pattern: "^https?://[\\x21-\\x7e]+$",
+  maxLength: WEBHOOK_URL_MAX_LENGTH,
+  description: "http:// or https:// URL",
+});
+const WebhookDescription = Type.String({ pattern: "^[^\\x00-\\x1f\\x7f]*$", maxLength: WEBHOOK_DESCRIPTION_MAX_LENGTH });
+const WebhookEventTypes = Type.Array(Type.Union(STREAM_EVENT_TYPES.map((type) => Type.Literal(type))), {
+  minItems: 1,
+  maxItems: STREAM_EVENT_TYPES.length,
+  uniqueItems: true,
+});
+const EndpointId = Type.String({ pattern: ENDPOINT_ID_PATTERN });
+const DeliveryStatusSchema = Type.Union([Type.Literal("PENDING"), Type.Literal("SUCCEEDED"), Type.Literal("FAILED")]);
+
+export const WebhookEndpointParams = Type.Object({ contractAddress: Address, endpointId: EndpointId }, closed);
+export const WebhookDeliveryParams = Type.Object(
+  { contractAddress: Address, endpointId: EndpointId, deliveryId: Type.String({ pattern: DELIVERY_ID_PATTERN }) },
+  closed,
+);
+export const CreateWebhookEndpointBody = Type.Object(
+  { url: WebhookUrl, types: Type.Optional(WebhookEventTypes), description: Type.Optional(Type.Union([WebhookDescription, Type.Null()])) },
+  { ...closed, ...docs.createWebhookBodyDocs },
+);
+/** `types: null` subscribes to every type again. */
+export const UpdateWebhookEndpointBody = Type.Object(
+  {
+    url: Type.Optional(WebhookUrl),
+    types: Type.Optional(Type.Union([WebhookEventTypes, Type.Null()])),
+    description: Type.Optional(Type.Union([WebhookDescription, Type.Null()])),
+    disabled: Type.Optional(Type.Boolean()),
+  },
+  { ...closed, ...docs.updateWebhookBodyDocs },
+);
+export const DeliveriesQuery = Type.Object(
+  {
+    status: Type.Optional(DeliveryStatusSchema),
+    cursor: Type.Optional(Type.String({ pattern: "^[1-9][0-9]{0,18}$" })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: DELIVERY_LIST_LIMIT_MAX })),
+  },
+  closed,
+);
+export const RecoverBody = Type.Object({ since: Type.String({ pattern: ISO_TIME_PATTERN }) }, { ...closed, ...docs.recoverBodyDocs });
+
+const WebhookEndpointJson = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  types: Type.Array(Type.String()),
+  description: Type.Union([Type.String(), Type.Null()]),
+  disabled: Type.Boolean(),
+  disabledReason: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Time,
+});
+const DeliveryJson = Type.Object({
+  id: Type.String(),
+  eventId: Type.String(),
+  eventType: Type.String(),
+  status: Type.String(),
+  attempts: Type.Array(
+    Type.Object({
+      at: Time,
+      statusCode: Type.Union([Type.Integer(), Type.Null()]),
+      error: Type.Union([Type.String(), Type.Null()]),
+      durationMs: Type.Integer(),
+    }),
+  ),
+  nextAttemptAt: NullableTime,
+});
+
+export const WebhookResponses = {
+  created: ok({ endpoint: WebhookEndpointJson, secret: Type.String() }, docs.responseDocs.webhookCreated),
+  endpoint: ok({ endpoint: WebhookEndpointJson }, docs.responseDocs.webhookEndpoint),
+  endpoints: ok({ endpoints: Type.Array(WebhookEndpointJson) }, docs.responseDocs.webhookEndpoints),
+  deleted: ok({}, docs.responseDocs.webhookDeleted),
+  secret: ok({ secret: Type.String() }, docs.responseDocs.webhookSecret),
+  test: ok({ deliveryId: Type.String() }, docs.responseDocs.webhookTest),
+  deliveries: ok(
+    { deliveries: Type.Array(DeliveryJson), cursor: Type.Union([Type.String(), Type.Null()]) },
+    docs.responseDocs.webhookDeliveries,
+  ),
+  delivery: ok({ delivery: DeliveryJson }, docs.responseDocs.webhookDelivery),
+  recovered: ok({ requeued: Type.Integer() }, docs.responseDocs.webhookRecovered),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Transfers, exports and snapshots (docs/api.md; routes/transfers.ts, routes/snapshots.ts).
+
+export function transfersQuerySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object(
+    {
+      toAddress: Type.Optional(Address),
+      pointType: Type.Optional(pointTypeSchema(config)),
+      status: Type.Optional(StatusSchema),
+      cursor: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, maxLength: CURSOR_MAX_LENGTH })),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
+    },
+    closed,
+  );
+}
+/** The CSV export takes the same filters, without paging. */
+export function transfersCsvQuerySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object(
+    { toAddress: Type.Optional(Address), pointType: Type.Optional(pointTypeSchema(config)), status: Type.Optional(StatusSchema) },
+    closed,
+  );
+}
+export function balancesCsvQuerySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object({ pointType: Type.Optional(pointTypeSchema(config)) }, closed);
+}
+export const AddressParams = Type.Object({ address: Address }, closed);
+export const SnapshotParams = Type.Object({ snapshotId: Id }, closed);
+export const SnapshotProofParams = Type.Object({ snapshotId: Id, address: Address }, closed);
+export function snapshotBodySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object(
+    {
+      pointType: pointTypeSchema(config),
+      measure: Type.Optional(Type.Union(SNAPSHOT_MEASURES.map((measure) => Type.Literal(measure)))),
+      decimals: Type.Optional(Type.Integer({ minimum: SNAPSHOT_DECIMALS_MIN, maximum: SNAPSHOT_DECIMALS_MAX })),
+    },
+    { ...closed, ...docs.snapshotBodyDocs(config) },
+  );
+}
+
+const TransferRowJson = Type.Object({
+  batchId: Type.String(),
+  toAddress: Type.String(),
+  pointType: Type.String(),
+  points: Type.String(),
+  status: Type.String(),
+  createdAt: Time,
+  finalizeAt: Time,
+  finalizedAt: NullableTime,
+});
+const SnapshotJson = Type.Object({
+  id: Type.String(),
+  pointType: Type.String(),
+  measure: Type.String(),
+  decimals: Type.Integer(),
+  takenAt: Time,
+  root: Type.String(),
+  leafCount: Type.Integer(),
+  total: Type.String(),
+});
+
+export const ExportResponses = {
+  transfers: ok({ transfers: Type.Array(TransferRowJson), cursor: Type.Union([Type.String(), Type.Null()]) }, docs.payoutDocs.transfers),
+  /** A streamed text/csv body (documented, not serialized by a schema). */
+  csv: textResponse("text/csv", "text/csv with a header row, streamed", docs.csvExample),
+  addressBalances(config: Pick<Config, "pointTypes" | "balanceAssets">) {
+    const balances = balancesResponseSchema(config);
+    return ok({ address: Type.String(), balancesByPointType: balances.properties.balancesByPointType }, docs.addressBalancesDocs(config));
+  },
+  snapshot: ok({ snapshot: SnapshotJson }, docs.payoutDocs.snapshot),
+  proof: ok(
+    { address: Type.String(), amount: Type.String(), points: Type.String(), proof: Type.Array(Type.String()) },
+    docs.payoutDocs.proof,
+  ),
+  tree: Type.Unknown({ description: "the StandardMerkleTree dump (format standard-v1) as JSON, streamed", examples: [docs.treeExample] }),
+};

@@ -1,4 +1,9 @@
-/** The database cannot be reached or is overloaded; the HTTP layer answers 503 with Retry-After. */
+/**
+ * The database cannot be reached, is overloaded, or cannot write (full disk, read-only file);
+ * the HTTP layer answers 503 with Retry-After. Each adapter translates its own driver's errors
+ * into this one (postgres/db.ts and sqlite/db.ts toStoreError), so nothing above the store
+ * needs to know a database's error codes.
+ */
 export class StoreUnavailableError extends Error {
   readonly retryAfterSeconds: number;
   constructor(message: string, retryAfterSeconds = 1, options?: { cause?: unknown }) {
@@ -6,13 +11,4 @@ export class StoreUnavailableError extends Error {
     this.name = "StoreUnavailableError";
     this.retryAfterSeconds = retryAfterSeconds;
   }
-}
-
-/** SQLite answers BUSY/LOCKED when another process holds the write lock past busy_timeout. */
-const SQLITE_TRANSIENT_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_LOCKED"]);
-
-export function isStoreUnavailable(error: unknown): boolean {
-  if (error instanceof StoreUnavailableError) return true;
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && SQLITE_TRANSIENT_CODES.has(code);
 }

@@ -3,7 +3,9 @@ import { createSqliteStore } from "./sqlite/index.js";
 import type { LedgerStore } from "./store.js";
 
 /** Picks the adapter from DATABASE_URL: `sqlite:<path>` or `postgres://…`. */
-export async function openStore(config: Pick<Config, "databaseUrl" | "sqliteSynchronous" | "pgPoolSize" | "pgStatementTimeoutMs">): Promise<LedgerStore> {
+export async function openStore(
+  config: Pick<Config, "databaseUrl" | "sqliteSynchronous" | "pgPoolSize" | "pgStatementTimeoutMs">,
+): Promise<LedgerStore> {
   const url = config.databaseUrl;
   if (url.startsWith("sqlite:")) {
     return createSqliteStore({ path: url.slice("sqlite:".length), synchronous: config.sqliteSynchronous });

@@ -1,5 +1,9 @@
 import type { AddressKey } from "../domain/address.js";
-import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType } from "../domain/batch.js";
+import type { Balance } from "../domain/balance.js";
+import type { CommittedEventsListener } from "./committed-events.js";
+import type { EventType, LedgerEvent, StreamEventType } from "../domain/events.js";
+import type { Batch, BatchStatus, BatchWithTransfers, DefaultPointType, NewBatch, PointType } from "../domain/batch.js";
+import type { Snapshot, SnapshotMeasure } from "../domain/snapshot.js";
 
 /**
  * The LedgerStore port. Every operation that touches balances is one transaction inside the
@@ -7,18 +11,19 @@ import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType } from
  * `test/store-contract.ts`.
  */
 
-export interface Balance {
+export { availableOf, type Balance } from "../domain/balance.js";
+
+/** One balance per point type asked for (getBalances). */
+export type Balances<T extends PointType = DefaultPointType> = Record<T, Balance>;
+
+/** The credits of one point type that named one asset: summed, and the highest block they named. */
+export interface AssetEarnings {
+  pointType: PointType;
+  asset: string;
   earnedCumulative: bigint;
-  receivedCumulative: bigint;
-  finalizedSentCumulative: bigint;
-  pendingSent: bigint;
+  /** 0 when none of them named a block. */
+  earnedCumulativeBlock: number;
 }
-
-export function availableOf(balance: Balance): bigint {
-  return balance.earnedCumulative + balance.receivedCumulative - balance.finalizedSentCumulative - balance.pendingSent;
-}
-
-export type Balances = Record<PointType, Balance>;
 
 export type SubmitResult =
   | { kind: "accepted"; batch: Batch }
@@ -31,19 +36,21 @@ export interface NewCredit {
   pointType: PointType;
   amount: bigint;
   createdAtMs: number;
+  /** What the points were earned on (feeds getAssetEarnings); absent or null: no asset. */
+  asset?: string | null;
+  /** Up to which block they were earned; absent or null: none. */
+  block?: number | null;
 }
 
 export type CreditResult =
   | { kind: "credited" }
   | { kind: "exists"; matchesRequest: boolean }
-  /** The credit would take the account past MAX_POINTS_UNITS. */
+  /** The credit would take the point type's supply (all its credits together) past MAX_SUPPLY_UNITS. */
   | { kind: "overflow" };
 
 export type CancelResult =
   /** `changed` is false when the batch was already CANCELLED (a repeated cancel). */
-  | { kind: "cancelled"; batch: Batch; changed: boolean }
-  | { kind: "not_found" }
-  | { kind: "not_cancellable"; batch: Batch };
+  { kind: "cancelled"; batch: Batch; changed: boolean } | { kind: "not_found" } | { kind: "not_cancellable"; batch: Batch };
 
 export interface BatchQuery {
   pointType?: PointType;
@@ -77,6 +84,17 @@ export interface FinalizedBatch {
   finalizedAtMs: number;
 }
 
+/** A batch whose finalization failed; the failure is stored on the batch, which stays PENDING. */
+export interface FinalizeFailure {
+  contract: AddressKey;
+  batchId: string;
+  /** Failed attempts so far, this one included. */
+  failures: number;
+  /** No claim takes the batch again before this time (a bounded backoff, ../store/finalize-retry.ts). */
+  retryAtMs: number;
+  error: unknown;
+}
+
 export interface NewChallenge {
   challengeId: string;
   contract: AddressKey;
@@ -85,8 +103,6 @@ export interface NewChallenge {
   createdAtMs: number;
   expiresAtMs: number;
 }
-
-export interface Challenge extends NewChallenge {}
 
 export interface NewToken {
   tokenHash: Buffer;
@@ -107,45 +123,462 @@ export interface Violation {
   message: string;
 }
 
-export interface LedgerStore {
-  readonly kind: "sqlite" | "postgres";
-  /** Brings the schema up to date; safe to run from several processes at once. */
-  migrate(): Promise<void>;
-  /** Resolves when the database answers. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
+/** What GET …/events and the admin listing ask the store (docs/api.md Events). */
+export interface EventQuery {
+  /** The contract (or credited address) whose stream to read; null: every event, admin ones too. */
+  stream: AddressKey | null;
+  /** A position the store returned earlier; null: from the oldest retained event. */
+  after: string | null;
+  /** Only these types; null: all. */
+  types: readonly EventType[] | null;
+  limit: number;
+}
 
-  getOperator(contract: AddressKey): Promise<AddressKey | null>;
-  /** Registers or changes the operator; a change revokes the contract's tokens. */
-  setOperator(contract: AddressKey, operator: AddressKey, nowMs: number): Promise<void>;
+export interface StoredEvent {
+  /** Where a reader that has seen this event continues (opaque, adapter-specific, ordered). */
+  position: string;
+  event: LedgerEvent;
+}
 
+export type EventPage =
+  /** `position`: where the next call starts (the last event's, or `after` when none came). */
+  | { kind: "page"; events: StoredEvent[]; position: string; hasMore: boolean }
+  /** `after` lies before the retained events: purged ones would be skipped (410 CURSOR_EXPIRED). */
+  | { kind: "expired" };
+
+/**
+ * The event log. Events are appended by the adapters inside each transition's transaction (an
+ * outbox: an event exists iff its change committed). Paging with `after` returns every event
+ * exactly once and in one order, also while several processes write: an event that commits late
+ * is never skipped (PostgreSQL orders by transaction, see postgres/events.ts).
+ */
+export interface EventsStore {
+  /**
+   * Calls `listener` with the events of each transaction this process commits, right after the
+   * commit (never for a rolled-back one); returns the unsubscribe function.
+   */
+  onCommittedEvents(listener: CommittedEventsListener): () => void;
+  /** Throws VALIDATION_FAILED (path `after`) for a position this adapter never gave out. */
+  listEvents(query: EventQuery): Promise<EventPage>;
+  /** Deletes events that occurred before `beforeMs`, oldest first, at most `limit`; returns how many. */
+  purgeEvents(beforeMs: number, limit: number): Promise<number>;
+}
+
+/** Credits and balances (accounts.ts, credits.ts, point-types.ts of each adapter). */
+export interface AccountsStore {
+  /** Idempotent by (address, creditId): a reuse says whether pointType, amount, asset and block all match. */
   credit(credit: NewCredit): Promise<CreditResult>;
-  getBalances(address: AddressKey): Promise<Balances>;
+  /**
+   * One balance per point type in `pointTypes` (the configured ones; omitted, the default
+   * POINT_TYPES), all zero for a type the address holds nothing of. One indexed read.
+   */
+  getBalances<T extends PointType = DefaultPointType>(address: AddressKey, pointTypes?: readonly T[]): Promise<Balances<T>>;
+  /**
+   * The address's credits that named an asset, one entry per (pointType, asset), from an
+   * aggregate kept in each credit's transaction: one indexed read, however many credits.
+   */
+  getAssetEarnings(address: AddressKey): Promise<AssetEarnings[]>;
+  /**
+   * Every point type the database holds balances, batches or credits of (start-up refuses a
+   * configuration that drops one: src/store/point-types.ts). Cheap: index lookups, not scans.
+   */
+  pointTypesInUse(): Promise<PointType[]>;
+}
 
+/** Batches: submit, read, cancel, finalize (batches.ts, finalize.ts of each adapter). */
+export interface BatchesStore {
   /** Checks available ≥ total, reserves it and stores the batch with its transfers, atomically. */
   submitBatch(batch: NewBatch): Promise<SubmitResult>;
   getBatch(contract: AddressKey, batchId: string): Promise<BatchWithTransfers | null>;
   listBatches(contract: AddressKey, query: BatchQuery): Promise<BatchPage>;
   /** PENDING → CANCELLED while nowMs < finalizeAt; cancelling a CANCELLED batch is a no-op success. */
   cancelBatch(contract: AddressKey, batchId: string, nowMs: number): Promise<CancelResult>;
-
   /**
-   * Finalizes up to `limit` due batches (finalizeAt ≤ nowMs), oldest first, each exactly once.
+   * Finalizes due batches (finalizeAt ≤ nowMs), each exactly once, attempting at most `limit`.
+   *
+   * Fair across contracts: due batches are claimed round-robin by contract (every contract's
+   * oldest due batch, by finalizeAt then submission, before any contract's second), so one
+   * sender's backlog cannot starve another's; within a contract, oldest first.
+   *
+   * Isolated failures: a batch whose finalization fails (a broken invariant, a statement that
+   * fails or times out) is rolled back alone: it never undoes another batch's finalization. The
+   * failure is stored on the batch, which stays PENDING and is not claimed again before a bounded
+   * backoff (finalize-retry.ts) has passed, so every other due batch goes on however many fail;
+   * then it is retried, and a failure that healed finalizes. Each failure is passed to
+   * `onFailure` once stored. Only a database that cannot be reached or written fails the call.
+   *
    * May finalize fewer while more are due (an adapter may bound its work per call); an empty
-   * result means nothing due could be finalized.
+   * result with no failure reported means nothing due could be attempted.
    */
-  finalizeDue(nowMs: number, limit: number): Promise<FinalizedBatch[]>;
-  /** The earliest finalizeAt of a PENDING batch, or null. */
+  finalizeDue(nowMs: number, limit: number, onFailure?: (failure: FinalizeFailure) => void): Promise<FinalizedBatch[]>;
+  /**
+   * The earliest time a claim can find a PENDING batch: its finalizeAt, or for a batch whose
+   * finalization failed, the time of its next attempt; null when nothing is PENDING.
+   */
   nextFinalizeAtMs(): Promise<number | null>;
+  /** PENDING batches whose last finalization attempt failed (the whole database, cheap: a partial index). */
+  countFailingBatches(): Promise<number>;
+}
 
+/** A contract with a registered operator: one row of the operators table. */
+export interface RegisteredOperator {
+  contract: AddressKey;
+  operator: AddressKey;
+  /** When the operator was registered or last changed. */
+  updatedAtMs: number;
+}
+
+export interface OperatorQuery {
+  limit: number;
+  /** Exclusive: the previous page's last contract. */
+  after?: AddressKey;
+}
+
+export interface OperatorPage {
+  operators: RegisteredOperator[];
+  /** The last contract of this page when more follow, else null. */
+  next: AddressKey | null;
+}
+
+/** Operators, sign-in challenges and bearer tokens (auth.ts of each adapter). */
+export interface AuthStore {
+  getOperator(contract: AddressKey): Promise<AddressKey | null>;
+  /** Registers or changes the operator; a change revokes the contract's tokens. */
+  setOperator(contract: AddressKey, operator: AddressKey, nowMs: number): Promise<void>;
+  /** Every registered contract by address, one keyset page (on the operators primary key). */
+  listOperators(query: OperatorQuery): Promise<OperatorPage>;
   createChallenge(challenge: NewChallenge): Promise<void>;
   /** Marks the challenge used and returns it, if it exists, is unused and unexpired. */
-  consumeChallenge(challengeId: string, nowMs: number): Promise<Challenge | null>;
+  consumeChallenge(challengeId: string, nowMs: number): Promise<NewChallenge | null>;
   createToken(token: NewToken): Promise<void>;
   findToken(tokenHash: Buffer, nowMs: number): Promise<TokenGrant | null>;
   /** Deletes expired challenges and tokens. */
   purgeExpired(nowMs: number): Promise<void>;
+}
 
-  /** Checks every ledger invariant of DESIGN.md over the whole database. */
+/**
+ * The whole port: one sub-interface per concern, implemented by the adapters' mirrored files
+ * (sqlite/<file>.ts beside postgres/<file>.ts), plus the database's own life cycle.
+ */
+export interface LedgerStore extends AccountsStore, BatchesStore, AuthStore, EventsStore, WebhooksStore, TransfersStore, SnapshotsStore {
+  readonly kind: "sqlite" | "postgres";
+  /** Brings the schema up to date; safe to run from several processes at once. */
+  migrate(): Promise<void>;
+  /**
+   * Resolves when the database answers and accepts writes (rejects with StoreUnavailableError
+   * on a full disk or a read-only database); an adapter may reuse a result for about a second.
+   */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+  /** Checks every ledger invariant (README, Architecture: Ledger model) over the whole database. */
   verify(): Promise<Violation[]>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Webhooks (docs/api.md, Webhooks): endpoints, their secrets and deliveries. Adapters: sqlite/webhooks.ts
+// and postgres/webhooks.ts; deliveries are fanned out by each adapter's fanOutDeliveries in the
+// transaction that appends the events.
+
+export type DeliveryStatus = "PENDING" | "SUCCEEDED" | "FAILED";
+
+export interface WebhookEndpoint {
+  id: string;
+  contract: AddressKey;
+  url: string;
+  /** Subscribed event types; null: every type, present and future. */
+  types: readonly StreamEventType[] | null;
+  description: string | null;
+  disabled: boolean;
+  disabledReason: string | null;
+  createdAtMs: number;
+}
+
+export interface NewWebhookEndpoint extends Omit<WebhookEndpoint, "disabled" | "disabledReason"> {
+  /** `whsec_…`: kept retrievable (it signs), never logged. */
+  secret: string;
+}
+
+/** PATCH: absent fields are left as they are. */
+export interface WebhookEndpointChange {
+  url?: string;
+  types?: readonly StreamEventType[] | null;
+  description?: string | null;
+  disabled?: boolean;
+  disabledReason?: string | null;
+}
+
+export interface DeliveryAttempt {
+  atMs: number;
+  /** null: no answer (timeout, refused connection, refused address); `error` says why. */
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: EventType;
+  status: DeliveryStatus;
+  attempts: DeliveryAttempt[];
+  /** null once SUCCEEDED or FAILED. */
+  nextAttemptAtMs: number | null;
+  createdAtMs: number;
+}
+
+/** A delivery taken by one delivery job for one attempt, until `claimedUntilMs` (its lease). */
+export interface ClaimedDelivery {
+  id: string;
+  endpointId: string;
+  url: string;
+  eventId: string;
+  /** The Event JSON text, sent as is. */
+  payload: string;
+  /** Attempts made before this one in the current round (the retry schedule's position). */
+  tries: number;
+  /** The endpoint's live secrets, newest first: two during a rotation's overlap. */
+  secrets: string[];
+  claimToken: string;
+  claimedUntilMs: number;
+}
+
+export interface DeliveryClaim {
+  nowMs: number;
+  limit: number;
+  /** Deliveries of one endpoint taken at most per claim (one endpoint cannot take every slot). */
+  perEndpointLimit: number;
+  leaseMs: number;
+  /** Endpoints this job already has enough sends in flight to. */
+  excludeEndpointIds: readonly string[];
+}
+
+/** What the delivery job decided after an attempt (src/webhooks/schedule.ts). */
+export interface AttemptOutcome {
+  attempt: DeliveryAttempt;
+  status: DeliveryStatus;
+  nextAttemptAtMs: number | null;
+  /** Set on a 410: the endpoint is disabled at once, with this reason. */
+  disableEndpoint: string | null;
+}
+
+export interface DeliveryQuery {
+  status?: DeliveryStatus;
+  limit: number;
+  /** Exclusive: the listing position of the previous page's last delivery (newest first). */
+  before?: string;
+}
+
+export interface DeliveryPage {
+  deliveries: WebhookDelivery[];
+  /** Position of the last delivery when more may follow, else null. */
+  next: string | null;
+}
+
+export type EndpointCreateResult = { kind: "created"; endpoint: WebhookEndpoint } | { kind: "limit_reached" };
+/** An operation on one endpoint: missing (or another contract's), disabled (nothing would be sent), or done. */
+export type EndpointOperation<T> = { kind: "not_found" } | { kind: "disabled" } | { kind: "done"; value: T };
+
+export interface WebhookBacklog {
+  pending: number;
+  oldestPendingCreatedAtMs: number | null;
+}
+
+export interface WebhooksStore {
+  /** Refused (limit_reached) when the contract already has `maxPerContract` endpoints. */
+  createWebhookEndpoint(endpoint: NewWebhookEndpoint, maxPerContract: number): Promise<EndpointCreateResult>;
+  listWebhookEndpoints(contract: AddressKey): Promise<WebhookEndpoint[]>;
+  getWebhookEndpoint(contract: AddressKey, endpointId: string): Promise<WebhookEndpoint | null>;
+  /** Disabling fails the endpoint's PENDING deliveries (recover queues them again); enabling clears disabledReason. */
+  updateWebhookEndpoint(
+    contract: AddressKey,
+    endpointId: string,
+    change: WebhookEndpointChange,
+    nowMs: number,
+  ): Promise<WebhookEndpoint | null>;
+  /** Deletes the endpoint and its deliveries; false when there was none. */
+  deleteWebhookEndpoint(contract: AddressKey, endpointId: string): Promise<boolean>;
+  /** The new secret signs from now on; the current one keeps signing beside it until nowMs + overlapMs. */
+  rotateWebhookSecret(contract: AddressKey, endpointId: string, secret: string, nowMs: number, overlapMs: number): Promise<boolean>;
+  /** A delivery of `event` (a webhook.test) to that endpoint only; the event is not on any stream. */
+  createTestDelivery(contract: AddressKey, endpointId: string, event: LedgerEvent, nowMs: number): Promise<EndpointOperation<string>>;
+
+  /**
+   * Claims due deliveries (PENDING, nextAttemptAt ≤ now, no live lease) of enabled endpoints:
+   * round-robin by endpoint, oldest due first, each leased until nowMs + leaseMs so no other job
+   * sends the same attempt meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED); a lease that runs out
+   * (its job died) makes the delivery due again.
+   */
+  claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]>;
+  /** Stores the attempt's outcome if the claim is still this job's; false when it is not (the lease ran out). */
+  recordDeliveryAttempt(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<boolean>;
+  /** Newest first; null when the endpoint is not the contract's. */
+  listDeliveries(contract: AddressKey, endpointId: string, query: DeliveryQuery): Promise<DeliveryPage | null>;
+  getDelivery(contract: AddressKey, endpointId: string, deliveryId: string): Promise<WebhookDelivery | null>;
+  /** Makes the delivery due now (one more attempt for a FAILED one; a SUCCEEDED one is sent again). */
+  retryDelivery(contract: AddressKey, endpointId: string, deliveryId: string, nowMs: number): Promise<EndpointOperation<WebhookDelivery>>;
+  /** Queues again, with a fresh retry schedule, up to `limit` FAILED deliveries created at or after sinceMs; returns how many. */
+  recoverDeliveries(
+    contract: AddressKey,
+    endpointId: string,
+    sinceMs: number,
+    nowMs: number,
+    limit: number,
+  ): Promise<EndpointOperation<number>>;
+  /** Deletes up to `limit` SUCCEEDED or FAILED deliveries that finished before the time; returns how many. */
+  purgeDeliveries(finishedBeforeMs: number, limit: number): Promise<number>;
+  /** PENDING deliveries of the whole database and the creation time of the oldest (metrics). */
+  webhookBacklog(): Promise<WebhookBacklog>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transfers, exports and snapshots (docs/api.md, Transfers and exports; Snapshots). Adapters:
+// sqlite/transfers.ts, sqlite/snapshots.ts and their postgres/ twins.
+
+/** A transfer's place in the listing (newest first): its batch's (createdAtMs, seq), then its index. */
+export interface TransferPosition {
+  createdAtMs: number;
+  seq: string;
+  index: number;
+}
+
+export interface TransferQuery {
+  toAddress?: AddressKey;
+  pointType?: PointType;
+  status?: BatchStatus;
+  limit: number;
+  /** Exclusive: where the previous page ended (its `next`). */
+  after?: TransferPosition;
+  /**
+   * With any filter, the transfers after `after` a page examines at most, matching or not
+   * (MAX_TRANSFERS_SCANNED_PER_PAGE; tests pass a small one). Without a filter a page reads `limit`.
+   */
+  scanLimit: number;
+}
+
+export interface TransferRow {
+  batchId: string;
+  toAddress: AddressKey;
+  pointType: PointType;
+  amount: bigint;
+  status: BatchStatus;
+  createdAtMs: number;
+  finalizeAtMs: number;
+  finalizedAtMs: number | null;
+}
+
+export interface TransferPage {
+  /** At most `limit`; fewer, even none, when the scan reached `scanLimit` first. */
+  transfers: TransferRow[];
+  /**
+   * Where the next page resumes when more may follow, else null: the last transfer returned (a
+   * full page), or the last one examined (a page cut short by `scanLimit`).
+   */
+  next: TransferPosition | null;
+}
+
+/** One account row of the balances export, in (address, pointType) order. */
+export interface AccountBalance {
+  address: AddressKey;
+  pointType: PointType;
+  balance: Balance;
+}
+
+export interface AccountQuery {
+  pointType?: PointType;
+  limit: number;
+  /** Exclusive: the previous page's last (address, pointType). */
+  after?: { address: AddressKey; pointType: PointType };
+}
+
+export interface TransfersStore {
+  /** A contract's transfers, newest first, one keyset page (a full export pages through them in constant memory). */
+  listTransfers(contract: AddressKey, query: TransferQuery): Promise<TransferPage>;
+  /** Every account row, by (address, pointType), one keyset page. */
+  listAccountBalances(query: AccountQuery): Promise<AccountBalance[]>;
+}
+
+/** Every positive amount of one point type at one consistent moment, by address (columns, for memory). */
+export interface SnapshotHoldings {
+  addresses: AddressKey[];
+  /** In units of 10^-12 point, each > 0. */
+  units: bigint[];
+}
+
+/** One chunk of leaves (domain/snapshot.ts encodeLeafChunk), LEAVES_PER_CHUNK of them, by address. */
+export interface SnapshotLeafChunk {
+  firstAddress: AddressKey;
+  text: string;
+}
+
+/** What makes a built snapshot visible: its row and its event, naming the build whose chunks it reads. */
+export interface SnapshotPublication {
+  snapshot: Snapshot;
+  /** Unique per attempt: keys the chunks, so a lost race or a crash never mixes two builds. */
+  buildId: string;
+  /** snapshot.created, appended in the transaction that makes the snapshot visible. */
+  event: LedgerEvent;
+}
+
+export interface NewSnapshot extends SnapshotPublication {
+  /** The leaves by address, LEAVES_PER_CHUNK a row. */
+  leafChunks: SnapshotLeafChunk[];
+  /** The tree's nodes, NODES_PER_CHUNK a row, in tree order. */
+  nodeChunks: Buffer[];
+}
+
+export type SnapshotCreateResult = { kind: "created" } | { kind: "exists"; snapshot: Snapshot };
+
+/** A write to a build the purge has given up on (no write for SNAPSHOT_BUILD_ABANDONED_AFTER_MS): its chunks are being deleted. */
+export class SnapshotBuildAbandonedError extends Error {
+  constructor(readonly buildId: string) {
+    super(`snapshot build ${buildId} was abandoned (no write for too long) and its chunks purged`);
+    this.name = "SnapshotBuildAbandonedError";
+  }
+}
+
+/**
+ * Snapshots and their builds. A build (src/snapshots/snapshots.ts) is registered, writes its
+ * chunks a few at a time, then publishes; until it publishes nothing reads its chunks. A build row
+ * records its last write: one that stops writing (its process died) or gives up is abandoned,
+ * and the purge job deletes its chunks in bounded steps (purgeSnapshotBuilds).
+ */
+export interface SnapshotsStore {
+  /**
+   * Every address whose `measure` of the point type is > 0, read in ONE consistent view of the
+   * database (no batch half in, half out, however long the read takes), by address, without
+   * holding a lock that would stop submissions or finalization.
+   */
+  readSnapshotHoldings(pointType: PointType, measure: SnapshotMeasure): Promise<SnapshotHoldings>;
+  /** Registers a build of `snapshotId`, alive as of nowMs; before any of its chunks is written. */
+  beginSnapshotBuild(buildId: string, snapshotId: string, nowMs: number): Promise<void>;
+  /**
+   * Stores chunks numbered from `firstChunkNo` and records nowMs as the build's last write, in one
+   * short transaction. Throws SnapshotBuildAbandonedError for a build that is abandoned or unknown.
+   */
+  writeSnapshotLeafChunks(buildId: string, firstChunkNo: number, chunks: readonly SnapshotLeafChunk[], nowMs: number): Promise<void>;
+  writeSnapshotNodeChunks(buildId: string, firstChunkNo: number, chunks: readonly Buffer[], nowMs: number): Promise<void>;
+  /**
+   * Stores the snapshot row and its event and forgets the build, in one transaction, unless the
+   * id is taken (then: the stored one, and this build is abandoned). Immutable once stored.
+   * Throws SnapshotBuildAbandonedError for a build that is abandoned or unknown.
+   */
+  publishSnapshot(publication: SnapshotPublication): Promise<SnapshotCreateResult>;
+  /** Marks a build that will not publish (it failed) abandoned: the next purge deletes its chunks. */
+  abandonSnapshotBuild(buildId: string): Promise<void>;
+  /**
+   * One bounded step of the cleanup, in one short transaction: marks abandoned every build with no
+   * write since before `staleBeforeMs`, deletes at most `limit` chunks of abandoned builds, and
+   * forgets abandoned builds left with none. Returns how many chunks it deleted (< limit: none
+   * is left). Never touches a published snapshot's chunks.
+   */
+  purgeSnapshotBuilds(staleBeforeMs: number, limit: number): Promise<number>;
+  getSnapshot(snapshotId: string): Promise<Snapshot | null>;
+  /** The text of the leaf chunk that holds `address` if the snapshot has it; null: no such chunk. */
+  findSnapshotLeafChunk(snapshotId: string, address: AddressKey): Promise<string | null>;
+  /** The node chunks numbered `chunkNumbers`. */
+  getSnapshotNodeChunks(snapshotId: string, chunkNumbers: readonly number[]): Promise<Map<number, Buffer>>;
+  /** Chunks from number `from` on, at most `limit`, in order (the streamed dump). */
+  listSnapshotLeafChunks(snapshotId: string, from: number, limit: number): Promise<string[]>;
+  listSnapshotNodeChunks(snapshotId: string, from: number, limit: number): Promise<Buffer[]>;
 }

@@ -60,7 +60,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     const fault = decide({ method: req.method ?? "GET", url: req.url ?? "/", index });
     counts[fault]++;
     if (fault === "reset") return void req.socket.destroy();
-    if (fault === "unavailable" || fault === "rate-limited") return refuse(res, fault === "unavailable" ? 503 : 429, options.retryAfterSeconds ?? 0);
+    if (fault === "unavailable" || fault === "rate-limited")
+      return refuse(res, fault === "unavailable" ? 503 : 429, options.retryAfterSeconds ?? 0);
     const answer = await forward(target, req, body);
     state.processedByServer++;
     if (fault === "drop-response") return void req.socket.destroy();
@@ -87,7 +88,11 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 function refuse(res: ServerResponse, status: 503 | 429, retryAfterSeconds: number): void {
   const text = status === 503 ? "Service Unavailable" : "Too Many Requests";
   const body = `<html><body><h1>${status} ${text}</h1></body></html>`;
-  res.writeHead(status, { "content-type": "text/html", "retry-after": String(retryAfterSeconds), "content-length": String(Buffer.byteLength(body)) });
+  res.writeHead(status, {
+    "content-type": "text/html",
+    "retry-after": String(retryAfterSeconds),
+    "content-length": String(Buffer.byteLength(body)),
+  });
   res.end(body);
 }
 

@@ -1,10 +1,10 @@
 import type { AddressKey } from "../../src/domain/address.js";
-import { POINT_TYPES, type BatchStatus, type NewBatch, type PointType, type Transfer } from "../../src/domain/batch.js";
+import type { BatchStatus, NewBatch, PointType, Transfer } from "../../src/domain/batch.js";
 import { MAX_POINTS_UNITS } from "../../src/domain/points.js";
-import type { Balance, NewCredit } from "../../src/store/store.js";
+import type { AssetEarnings, Balance, NewCredit } from "../../src/store/store.js";
 
 /**
- * An in-memory reference ledger written straight from DESIGN.md, with no shared code with the
+ * An in-memory reference ledger written straight from the ledger model (README, Architecture), with no shared code with the
  * adapters. The randomized workload applies every operation to it and to the store, and demands
  * the same answers and the same balances.
  */
@@ -34,9 +34,7 @@ export type ExpectedSubmit =
   | { kind: "insufficient"; available: bigint; requested: bigint };
 
 export type ExpectedCancel =
-  | { kind: "cancelled"; changed: boolean; batch: ModelBatch }
-  | { kind: "not_found" }
-  | { kind: "not_cancellable"; batch: ModelBatch };
+  { kind: "cancelled"; changed: boolean; batch: ModelBatch } | { kind: "not_found" } | { kind: "not_cancellable"; batch: ModelBatch };
 
 const zero = (): Balance => ({ earnedCumulative: 0n, receivedCumulative: 0n, finalizedSentCumulative: 0n, pendingSent: 0n });
 
@@ -46,7 +44,9 @@ export function availableIn(balance: Balance): bigint {
 
 export class LedgerModel {
   private readonly balances = new Map<string, Balance>();
-  private readonly credits = new Map<string, { pointType: PointType; amount: bigint }>();
+  private readonly credits = new Map<string, { pointType: PointType; amount: bigint; asset: string | null; block: number | null }>();
+  /** Per (address, pointType, asset): the credits that named the asset, summed, and their highest block. */
+  private readonly assetEarnings = new Map<string, AssetEarnings & { address: AddressKey }>();
   private readonly batches = new Map<string, ModelBatch>();
   private submissions = 0;
 
@@ -71,15 +71,54 @@ export class LedgerModel {
   credit(credit: NewCredit): ExpectedCredit {
     const key = `${credit.address} ${credit.creditId}`;
     const existing = this.credits.get(key);
+    const asset = credit.asset ?? null;
+    const block = credit.block ?? null;
     if (existing) {
-      return { kind: "exists", matchesRequest: existing.pointType === credit.pointType && existing.amount === credit.amount };
+      const matchesRequest =
+        existing.pointType === credit.pointType &&
+        existing.amount === credit.amount &&
+        existing.asset === asset &&
+        existing.block === block;
+      return { kind: "exists", matchesRequest };
     }
-    if (this.balance(credit.address, credit.pointType).earnedCumulative + credit.amount > MAX_POINTS_UNITS) {
-      return { kind: "overflow" };
-    }
-    this.credits.set(key, { pointType: credit.pointType, amount: credit.amount });
+    // The supply cap: all credits of a point type together stay within 10^18 points.
+    let supply = credit.amount;
+    for (const stored of this.credits.values()) if (stored.pointType === credit.pointType) supply += stored.amount;
+    if (supply > MAX_POINTS_UNITS) return { kind: "overflow" };
+    this.credits.set(key, { pointType: credit.pointType, amount: credit.amount, asset, block });
     this.update(credit.address, credit.pointType, (b) => (b.earnedCumulative += credit.amount));
+    if (asset !== null) this.earnOnAsset(credit.address, credit.pointType, asset, credit.amount, block ?? 0);
     return { kind: "credited" };
+  }
+
+  private earnOnAsset(address: AddressKey, pointType: PointType, asset: string, amount: bigint, block: number): void {
+    const key = `${address} ${pointType} ${asset}`;
+    const earned = this.assetEarnings.get(key) ?? { address, pointType, asset, earnedCumulative: 0n, earnedCumulativeBlock: 0 };
+    earned.earnedCumulative += amount;
+    earned.earnedCumulativeBlock = Math.max(earned.earnedCumulativeBlock, block);
+    this.assetEarnings.set(key, earned);
+  }
+
+  /** What getAssetEarnings must answer for `address`, sorted by point type then asset. */
+  assetEarningsOf(address: AddressKey): AssetEarnings[] {
+    return [...this.assetEarnings.values()]
+      .filter((earned) => earned.address === address)
+      .map(({ pointType, asset, earnedCumulative, earnedCumulativeBlock }) => ({
+        pointType,
+        asset,
+        earnedCumulative,
+        earnedCumulativeBlock,
+      }))
+      .sort(byPointTypeThenAsset);
+  }
+
+  /** Every point type the model holds a balance, batch or credit of. */
+  pointTypesInUse(): PointType[] {
+    const types = new Set<PointType>();
+    for (const key of this.balances.keys()) types.add(key.split(" ")[1]!);
+    for (const batch of this.batches.values()) types.add(batch.pointType);
+    for (const credit of this.credits.values()) types.add(credit.pointType);
+    return [...types].sort();
   }
 
   submit(request: NewBatch): ExpectedSubmit {
@@ -144,15 +183,14 @@ export class LedgerModel {
   /** The model's own invariants 1-3 over the given addresses (which must include every recipient). */
   selfCheck(addresses: AddressKey[]): string[] {
     const problems: string[] = [];
-    for (const pointType of POINT_TYPES) {
+    for (const pointType of this.pointTypesInUse()) {
       let received = 0n;
       let finalizedSent = 0n;
       for (const address of addresses) {
         const balance = this.balance(address, pointType);
         if (availableIn(balance) < 0n) problems.push(`model: available < 0 for ${address} ${pointType}`);
         const own = this.allBatches().filter((b) => b.contract === address && b.pointType === pointType);
-        const sum = (statuses: BatchStatus[]) =>
-          own.filter((b) => statuses.includes(b.status)).reduce((total, b) => total + b.total, 0n);
+        const sum = (statuses: BatchStatus[]) => own.filter((b) => statuses.includes(b.status)).reduce((total, b) => total + b.total, 0n);
         if (balance.pendingSent !== sum(["PENDING", "FINALIZING"])) problems.push(`model: pendingSent of ${address} ${pointType}`);
         if (balance.finalizedSentCumulative !== sum(["FINALIZED"])) problems.push(`model: finalizedSent of ${address} ${pointType}`);
         received += balance.receivedCumulative;
@@ -162,6 +200,10 @@ export class LedgerModel {
     }
     return problems;
   }
+}
+
+export function byPointTypeThenAsset(a: AssetEarnings, b: AssetEarnings): number {
+  return a.pointType.localeCompare(b.pointType) || a.asset.localeCompare(b.asset);
 }
 
 function sameRequest(stored: ModelBatch, request: NewBatch): boolean {

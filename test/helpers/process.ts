@@ -176,7 +176,9 @@ async function isReady(url: string): Promise<boolean> {
 
 /** Spawns `serve` on `port` and resolves once /readyz answers 200; null when the port was taken. */
 async function trySpawnServer(env: Env, port: number): Promise<ServerProcess | null> {
-  const fullEnv: Env = { HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env, PORT: String(port) };
+  // Shedding on event-loop delay is off unless a test asks for it: these servers share 2 cores with
+  // the test runner and other servers, and a 503 from a stall elsewhere is not what they test.
+  const fullEnv: Env = { HOST: "127.0.0.1", LOG_LEVEL: "warn", MAX_EVENT_LOOP_DELAY_MS: "0", ...env, PORT: String(port) };
   const startedMs = performance.now();
   const child = spawnCli(["serve"], fullEnv);
   const url = `http://127.0.0.1:${port}`;
@@ -247,7 +249,13 @@ export async function call(base: string, method: string, path: string, token: st
 }
 
 /** Like `call`, but any status other than 200 is an error naming the call and the body. */
-export async function callOk(base: string, method: string, path: string, token: string | null, body?: unknown): Promise<Record<string, unknown>> {
+export async function callOk(
+  base: string,
+  method: string,
+  path: string,
+  token: string | null,
+  body?: unknown,
+): Promise<Record<string, unknown>> {
   const response = await call(base, method, path, token, body);
   if (response.status !== 200) throw new Error(`${method} ${path} → ${response.status} ${JSON.stringify(response.body)}`);
   return response.body;
@@ -257,13 +265,23 @@ export async function setOperator(base: string, adminToken: string, contract: st
   await callOk(base, "PUT", `/v1/admin/contracts/${contract}/operator`, adminToken, { operatorAddress: operator });
 }
 
-export async function creditPoints(base: string, adminToken: string, address: string, creditId: string, pointType: string, points: string): Promise<void> {
+export async function creditPoints(
+  base: string,
+  adminToken: string,
+  address: string,
+  creditId: string,
+  pointType: string,
+  points: string,
+): Promise<void> {
   await callOk(base, "PUT", `/v1/admin/contracts/${address}/credits/${creditId}`, adminToken, { pointType, points });
 }
 
 /** Challenge, personal_sign with viem, solve: returns the operator's bearer token for `contract`. */
 export async function signIn(base: string, contract: string, operator: PrivateKeyAccount): Promise<string> {
-  const challenge = await callOk(base, "POST", "/v1/dapp-auth/challenge", null, { contractAddress: contract, operatorAddress: operator.address });
+  const challenge = await callOk(base, "POST", "/v1/dapp-auth/challenge", null, {
+    contractAddress: contract,
+    operatorAddress: operator.address,
+  });
   const signature = await operator.signMessage({ message: String(challenge.message) });
   const solved = await callOk(base, "POST", "/v1/dapp-auth/solve", null, { challengeData: challenge.challengeData, signature });
   return String(solved.bearerToken);

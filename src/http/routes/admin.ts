@@ -1,16 +1,20 @@
 import type { FastifyInstance } from "fastify";
-import type { Static } from "@sinclair/typebox";
-import { checksumAddress, ZERO_ADDRESS_KEY } from "../../domain/address.js";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { checksumAddress, ZERO_ADDRESS_KEY, type AddressKey } from "../../domain/address.js";
 import { ApiError, validationFailed } from "../../domain/errors.js";
+import { isoTime } from "../../domain/json.js";
+import { PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
 import { requireAddress, requirePoints } from "../../domain/validate.js";
-import type { AppContext } from "../context.js";
-import { ContractParams, CreditBody, CreditParams, OperatorBody, Responses, responses } from "../schemas.js";
+import type { ApiInstance, AppContext } from "../context.js";
+import { ContractParams, ContractsQuery, CreditParams, OperatorBody, Responses, creditBodySchema, responses } from "../schemas.js";
 
 const tags = ["admin"];
 const security = [{ bearer: [] }];
 
-export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
-  app.put<{ Params: Static<typeof ContractParams>; Body: Static<typeof OperatorBody> }>(
+export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  contractListRoute(app, ctx);
+  app.put(
     "/contracts/:contractAddress/operator",
     { schema: { tags, security, params: ContractParams, body: OperatorBody, response: responses(Responses.operator, 400, 403) } },
     async (request) => {
@@ -22,9 +26,17 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
   );
 
-  app.put<{ Params: Static<typeof CreditParams>; Body: Static<typeof CreditBody> }>(
+  app.put(
     "/contracts/:contractAddress/credits/:creditId",
-    { schema: { tags, security, params: CreditParams, body: CreditBody, response: responses(Responses.credited, 400, 403, 409) } },
+    {
+      schema: {
+        tags,
+        security,
+        params: CreditParams,
+        body: creditBodySchema(ctx.config),
+        response: responses(Responses.credited, 400, 403, "CREDIT_ID_EXISTS"),
+      },
+    },
     async (request) => {
       const address = requireAddress(request.params.contractAddress, "contractAddress");
       const amount = requirePoints(request.body.points, "points");
@@ -35,14 +47,55 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
         pointType: request.body.pointType,
         amount,
         createdAtMs: ctx.clock.now(),
+        asset: request.body.asset ?? null,
+        block: request.body.block ?? null,
       });
       if (result.kind === "exists") {
         throw new ApiError("CREDIT_ID_EXISTS", `credit ${creditId} already exists`, { creditId, matchesRequest: result.matchesRequest });
       }
       if (result.kind === "overflow") {
-        throw validationFailed([{ path: "points", message: "would take earnedCumulative past 10^18 points" }]);
+        throw validationFailed([
+          { path: "points", message: `would take the total supply of ${request.body.pointType} (all credits together) past 10^18 points` },
+        ]);
       }
       return { success: true as const, creditId };
     },
   );
+}
+
+/** GET /v1/admin/contracts: the registered contracts and their operators, by contract address. */
+function contractListRoute(app: ApiInstance, ctx: AppContext): void {
+  app.get(
+    "/contracts",
+    { schema: { tags, security, querystring: ContractsQuery, response: responses(Responses.contractList, 400, 403) } },
+    async (request) => {
+      const { cursor, limit } = request.query;
+      const page = await ctx.store.listOperators({
+        limit: limit ?? PAGE_LIMIT_DEFAULT,
+        after: cursor === undefined ? undefined : decodeContractCursor(cursor),
+      });
+      return {
+        success: true as const,
+        contracts: page.operators.map((row) => ({
+          contractAddress: checksumAddress(row.contract),
+          operatorAddress: checksumAddress(row.operator),
+          updatedAt: isoTime(row.updatedAtMs),
+        })),
+        cursor: page.next && encodeContractCursor(page.next),
+      };
+    },
+  );
+}
+
+/** A contracts cursor: the last contract of the page (its lowercase key), opaque to clients. */
+const CONTRACT_CURSOR_TEXT = /^0x[0-9a-f]{40}$/;
+
+function encodeContractCursor(contract: AddressKey): string {
+  return Buffer.from(contract).toString("base64url");
+}
+
+function decodeContractCursor(cursor: string): AddressKey {
+  const text = Buffer.from(cursor, "base64url").toString();
+  if (!CONTRACT_CURSOR_TEXT.test(text)) throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
+  return text as AddressKey;
 }

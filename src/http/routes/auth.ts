@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { Static } from "@sinclair/typebox";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { challengeMessage, signatureMatches } from "../../auth/challenge.js";
 import { hashToken, newBearerToken, newChallengeId, newNonce } from "../../auth/tokens.js";
 import { forbidden, unauthorized } from "../../domain/errors.js";
@@ -10,10 +10,11 @@ import { ChallengeBody, Responses, SolveBody, responses } from "../schemas.js";
 
 const tags = ["dapp-auth"];
 
-export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
+export function authRoutes(fastify: FastifyInstance, ctx: AppContext): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const rateLimit = { max: ctx.config.authRateLimitPerMinute, timeWindow: 60_000 };
 
-  app.post<{ Body: Static<typeof ChallengeBody> }>(
+  app.post(
     "/v1/dapp-auth/challenge",
     { config: { rateLimit }, schema: { tags, body: ChallengeBody, response: responses(Responses.challenge, 400, 403, 429) } },
     async (request) => {
@@ -24,14 +25,14 @@ export function authRoutes(app: FastifyInstance, ctx: AppContext): void {
       }
       const issuedAtMs = ctx.clock.now();
       const expiresAtMs = issuedAtMs + ctx.config.challengeTtlSeconds * 1000;
-      const message = challengeMessage({ contract, operator, nonce: newNonce(), issuedAtMs, expiresAtMs });
+      const message = challengeMessage({ contract, operator, nonce: newNonce(), issuedAtMs, expiresAtMs, publicUrl: ctx.config.publicUrl });
       const challengeId = newChallengeId();
       await ctx.store.createChallenge({ challengeId, contract, operator, message, createdAtMs: issuedAtMs, expiresAtMs });
       return { success: true as const, challengeData: challengeId, message };
     },
   );
 
-  app.post<{ Body: Static<typeof SolveBody> }>(
+  app.post(
     "/v1/dapp-auth/solve",
     { config: { rateLimit }, schema: { tags, body: SolveBody, response: responses(Responses.solved, 400, 401, 429) } },
     async (request) => {

@@ -1,68 +1,93 @@
+import { PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
 import { randomUUID } from "node:crypto";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Static } from "@sinclair/typebox";
+import type { FastifyInstance } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
 import type { AddressKey } from "../../domain/address.js";
 import { formatPoints } from "../../domain/points.js";
-import { toNewBatch, type BatchBody } from "../../domain/validate.js";
-import { contractRateLimit, type AppContext } from "../context.js";
+import type { ApiInstance, AppContext } from "../context.js";
 import { decodeCursor, encodeCursor } from "../cursor.js";
-import { batchJson, batchWithTransfersJson } from "../present.js";
-import { fieldErrorsOf } from "../validation.js";
-import {
-  BatchParams,
-  ContractParams,
-  LIST_LIMIT_DEFAULT,
-  ListQuery,
-  Responses,
-  batchBodySchema,
-  responses,
-} from "../schemas.js";
+import { batchJson, batchWithTransfersText } from "../present.js";
+import { validatorCompiler } from "../validation.js";
+import { BatchParams, ContractParams, Responses, batchBodySchema, listQuerySchema, responses } from "../schemas.js";
 
 const tags = ["batches"];
 const security = [{ bearer: [] }];
 
-export function batchRoutes(app: FastifyInstance, ctx: AppContext): void {
-  const body = batchBodySchema(ctx.config);
-  const submit = async (contract: AddressKey, batchId: string, request: FastifyRequest<{ Body: BatchBody }>) => {
-    // The schema's findings are attached, not thrown, so the ledger-rule checks can add theirs to the same answer.
-    const schemaErrors = request.validationError ? fieldErrorsOf(request.validationError.validation) : [];
-    const batch = toNewBatch(contract, batchId, request.body, ctx.config, ctx.clock.now(), schemaErrors);
-    const result = await ctx.store.submitBatch(batch);
-    switch (result.kind) {
-      case "accepted":
-        ctx.metrics.batchesAccepted.inc();
-        ctx.metrics.transfersAccepted.inc(batch.transfers.length);
-        return { success: true as const, batchId };
-      case "exists":
-        throw new ApiError("BATCH_ID_EXISTS", `batch ${batchId} already exists`, {
-          batchId,
-          status: result.status,
-          matchesRequest: result.matchesRequest,
-        });
-      case "insufficient":
-        throw new ApiError("INSUFFICIENT_BALANCE", "the batch total exceeds the available balance", {
-          available: formatPoints(result.available),
-          requested: formatPoints(result.requested),
-        });
-    }
-  };
+export function batchRoutes(fastify: FastifyInstance, ctx: AppContext): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  submitRoutes(app, ctx);
+  readRoutes(app, ctx);
+  cancelRoute(app, ctx);
+}
 
-  app.put<{ Params: Static<typeof BatchParams>; Body: BatchBody }>(
-    "/batches/:batchId",
-    { config: contractRateLimit(ctx), attachValidation: true, schema: { tags, security, params: BatchParams, body, response: responses(Responses.submitted, 400, 401, 403, 409, 413, 415, 422) } },
-    async (request) => submit(request.grant!.contract, request.params.batchId, request),
-  );
+/**
+ * PUT (idempotent, the client names the batch) and POST (the service names it) share one path.
+ * Their JSON bodies arrive as bytes (a scope of their own with a raw parser) and go whole to the
+ * intake (../batch-intake.ts: parse, schema and ledger rules, in a worker thread beside the writer);
+ * Fastify validates only the path parameters here, so the body schema serves the documentation.
+ */
+function submitRoutes(app: ApiInstance, ctx: AppContext): void {
+  void app.register(async (plain) => {
+    const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
+    scope.removeContentTypeParser("application/json");
+    scope.addContentTypeParser("application/json", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+    scope.setValidatorCompiler((route) => (route.httpPart === "body" ? () => true : validatorCompiler(route)));
+    const body = batchBodySchema(ctx.config);
+    scope.put(
+      "/batches/:batchId",
+      {
+        schema: {
+          tags,
+          security,
+          params: BatchParams,
+          body,
+          response: responses(Responses.submitted, 400, 401, 403, "BATCH_ID_EXISTS", 413, 415, 422),
+        },
+      },
+      async (request) => submit(ctx, request.grant!.contract, request.params.batchId, request.body),
+    );
+    scope.post(
+      "/batches",
+      { schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) } },
+      async (request) => submit(ctx, request.grant!.contract, randomUUID(), request.body),
+    );
+  });
+}
 
-  app.post<{ Params: Static<typeof ContractParams>; Body: BatchBody }>(
+async function submit(ctx: AppContext, contract: AddressKey, batchId: string, body: unknown) {
+  const answer = await ctx.intake.run({ body: body instanceof Uint8Array ? body : undefined, contract, batchId, nowMs: ctx.clock.now() });
+  if (!answer.ok) throw new ApiError("VALIDATION_FAILED", answer.message, answer.details);
+  const result = await ctx.store.submitBatch(answer.batch);
+  switch (result.kind) {
+    case "accepted":
+      return { success: true as const, batchId };
+    case "exists":
+      throw new ApiError("BATCH_ID_EXISTS", `batch ${batchId} already exists`, {
+        batchId,
+        status: result.status,
+        matchesRequest: result.matchesRequest,
+      });
+    case "insufficient":
+      throw new ApiError("INSUFFICIENT_BALANCE", undefined, {
+        available: formatPoints(result.available),
+        requested: formatPoints(result.requested),
+      });
+  }
+}
+
+function readRoutes(app: ApiInstance, ctx: AppContext): void {
+  app.get(
     "/batches",
-    { config: contractRateLimit(ctx), attachValidation: true, schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) } },
-    async (request) => submit(request.grant!.contract, randomUUID(), request),
-  );
-
-  app.get<{ Params: Static<typeof ContractParams>; Querystring: Static<typeof ListQuery> }>(
-    "/batches",
-    { config: contractRateLimit(ctx), schema: { tags, security, params: ContractParams, querystring: ListQuery, response: responses(Responses.batchList, 400, 401, 403) } },
+    {
+      schema: {
+        tags,
+        security,
+        params: ContractParams,
+        querystring: listQuerySchema(ctx.config),
+        response: responses(Responses.batchList, 400, 401, 403),
+      },
+    },
     async (request) => {
       const query = request.query;
       const page = await ctx.store.listBatches(request.grant!.contract, {
@@ -71,37 +96,43 @@ export function batchRoutes(app: FastifyInstance, ctx: AppContext): void {
         createdBeforeMs: parseTime(query.createdBefore, "createdBefore"),
         createdAfterMs: parseTime(query.createdAfter, "createdAfter"),
         sort: query.sort ?? "DESC",
-        limit: query.limit ?? LIST_LIMIT_DEFAULT,
+        limit: query.limit ?? PAGE_LIMIT_DEFAULT,
         after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
       });
       return { success: true as const, batches: page.batches.map(batchJson), cursor: page.next && encodeCursor(page.next) };
     },
   );
 
-  app.get<{ Params: Static<typeof BatchParams> }>(
+  app.get(
     "/batches/:batchId",
-    { config: contractRateLimit(ctx), schema: { tags, security, params: BatchParams, response: responses(Responses.batchWithTransfers, 400, 401, 403, 404) } },
-    async (request) => {
+    { schema: { tags, security, params: BatchParams, response: responses(Responses.batchWithTransfers, 400, 401, 403, 404) } },
+    async (request, reply) => {
       const batch = await ctx.store.getBatch(request.grant!.contract, request.params.batchId);
       if (!batch) throw notFound(`no batch ${request.params.batchId} for this contract`);
-      return { success: true as const, batch: batchWithTransfersJson(batch) };
+      // Already JSON text (see batchWithTransfersText): with this type Fastify sends it as is.
+      return reply.type("application/json; charset=utf-8").send(await batchWithTransfersText(batch));
     },
   );
+}
 
-  app.delete<{ Params: Static<typeof BatchParams> }>(
+function cancelRoute(app: ApiInstance, ctx: AppContext): void {
+  app.delete(
     "/batches/:batchId",
-    { config: contractRateLimit(ctx), schema: { tags, security, params: BatchParams, response: responses(Responses.batch, 400, 401, 403, 404, 409) } },
+    { schema: { tags, security, params: BatchParams, response: responses(Responses.batch, 400, 401, 403, 404, "BATCH_NOT_CANCELLABLE") } },
     async (request) => {
       const { batchId } = request.params;
       const result = await ctx.store.cancelBatch(request.grant!.contract, batchId, ctx.clock.now());
       if (result.kind === "not_found") throw notFound(`no batch ${batchId} for this contract`);
       if (result.kind === "not_cancellable") {
-        throw new ApiError("BATCH_NOT_CANCELLABLE", `batch ${batchId} can no longer be cancelled (status ${result.batch.status}, finalizeAt passed or finalizing)`, {
-          batchId,
-          status: result.batch.status,
-        });
+        throw new ApiError(
+          "BATCH_NOT_CANCELLABLE",
+          `batch ${batchId} can no longer be cancelled (status ${result.batch.status}, finalizeAt passed or finalizing)`,
+          {
+            batchId,
+            status: result.batch.status,
+          },
+        );
       }
-      if (result.changed) ctx.metrics.batchesCancelled.inc();
       return { success: true as const, batch: batchJson(result.batch) };
     },
   );

@@ -1,24 +1,29 @@
 import type { FastifyInstance } from "fastify";
-import type { Static } from "@sinclair/typebox";
-import { contractRateLimit, type AppContext } from "../context.js";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { AppContext } from "../context.js";
 import { balancesJson } from "../present.js";
-import { ContractParams, Responses, responses } from "../schemas.js";
+import { ContractParams, balancesResponseSchema, responses } from "../schemas.js";
 
-export function balanceRoutes(app: FastifyInstance, ctx: AppContext): void {
-  app.get<{ Params: Static<typeof ContractParams> }>(
+export function balanceRoutes(fastify: FastifyInstance, ctx: AppContext): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.get(
     "/point-balances",
     {
-      config: contractRateLimit(ctx),
       schema: {
         tags: ["balances"],
         security: [{ bearer: [] }],
         params: ContractParams,
-        response: responses(Responses.balances, 400, 401, 403),
+        response: responses(balancesResponseSchema(ctx.config), 400, 401, 403),
       },
     },
-    async (request) => ({
-      success: true as const,
-      balancesByPointType: balancesJson(await ctx.store.getBalances(request.grant!.contract)),
-    }),
+    async (request) => {
+      const contract = request.grant!.contract;
+      // Two indexed reads, side by side (on PostgreSQL, two pooled connections).
+      const [balances, assetEarnings] = await Promise.all([
+        ctx.store.getBalances(contract, ctx.config.pointTypes),
+        ctx.store.getAssetEarnings(contract),
+      ]);
+      return { success: true as const, balancesByPointType: balancesJson(balances, assetEarnings, ctx.config.balanceAssets) };
+    },
   );
 }

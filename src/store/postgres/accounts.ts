@@ -1,16 +1,10 @@
+import { ZERO_BALANCE } from "../../domain/balance.js";
 import type { AddressKey } from "../../domain/address.js";
-import type { PointType } from "../../domain/batch.js";
+import { DEFAULT_POINT_TYPES, type DefaultPointType, type PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
-import { MAX_POINTS_UNITS } from "../../domain/points.js";
+import type { BalanceChange } from "../../domain/transitions.js";
 import type { Balance, Balances } from "../store.js";
 import { toUnits, type Queryable } from "./db.js";
-
-const ZERO_BALANCE: Balance = {
-  earnedCumulative: 0n,
-  receivedCumulative: 0n,
-  finalizedSentCumulative: 0n,
-  pendingSent: 0n,
-};
 
 /** available = earned + received − finalizedSent − pending, as SQL over an account row `a`. */
 export const AVAILABLE_SQL = "(a.earned_units + a.received_units - a.finalized_sent_units - a.pending_units)";
@@ -44,75 +38,74 @@ export async function readBalance(db: Queryable, address: AddressKey, pointType:
   return rows[0] ? toBalance(rows[0]) : ZERO_BALANCE;
 }
 
-export async function readBalances(db: Queryable, address: AddressKey): Promise<Balances> {
-  const balances = { PHASE2_POINTS: ZERO_BALANCE, PHASE2_GOLD: ZERO_BALANCE };
+/** One balance per asked point type, zero where the address has no row; rows of other types are left out. */
+export async function readBalances<T extends PointType = DefaultPointType>(
+  db: Queryable,
+  address: AddressKey,
+  pointTypes: readonly T[] = DEFAULT_POINT_TYPES as unknown as readonly T[],
+): Promise<Balances<T>> {
+  const balances = {} as Balances<T>;
+  for (const pointType of pointTypes) balances[pointType] = ZERO_BALANCE;
   const { rows } = await db.query<AccountRow>({
     name: "pl-read-balances",
     text: `SELECT ${BALANCE_COLUMNS} FROM accounts WHERE address = $1`,
     values: [address],
   });
-  for (const row of rows) balances[row.point_type] = toBalance(row);
+  for (const row of rows) {
+    if (Object.hasOwn(balances, row.point_type)) balances[row.point_type as T] = toBalance(row);
+  }
   return balances;
 }
 
 /**
- * pendingSent += amount if available ≥ amount, as one guarded UPDATE: the row lock it takes makes
- * concurrent reservations queue, and each re-checks the guard against the row it finally locks,
- * so no interleaving can overdraw. False when the account lacks the funds or has no row.
+ * Reads one account and locks its row until the transaction ends, so the transition decided
+ * from it (domain/transitions.ts) is applied to exactly what it saw: concurrent reservations
+ * queue on the lock. A missing row reads as zero (nothing to lock: nothing to overdraw).
  */
-export async function reservePending(db: Queryable, address: AddressKey, pointType: PointType, amount: bigint): Promise<boolean> {
-  const { rowCount } = await db.query({
-    name: "pl-reserve-pending",
-    text: `UPDATE accounts a SET pending_units = a.pending_units + $3::numeric
-           WHERE a.address = $1 AND a.point_type = $2 AND ${AVAILABLE_SQL} >= $3::numeric`,
-    values: [address, pointType, amount.toString()],
-  });
-  return rowCount === 1;
-}
-
-/**
- * The reservation path for an account without a row: only a zero-point batch (possible when the
- * minimum transfer size is configured to 0) fits in a zero balance; it creates the row, as SQLite does.
- */
-export async function reserveOnEmptyAccount(db: Queryable, address: AddressKey, pointType: PointType, amount: bigint): Promise<boolean> {
-  if (amount !== 0n) return false;
-  await db.query({
-    name: "pl-touch-account",
-    text: "INSERT INTO accounts (address, point_type) VALUES ($1, $2) ON CONFLICT (address, point_type) DO NOTHING",
+export async function lockBalance(db: Queryable, address: AddressKey, pointType: PointType): Promise<Balance> {
+  const { rows } = await db.query<AccountRow>({
+    name: "pl-lock-balance",
+    text: `SELECT ${BALANCE_COLUMNS} FROM accounts WHERE address = $1 AND point_type = $2 FOR UPDATE`,
     values: [address, pointType],
   });
-  return true;
-}
-
-/** pendingSent −= amount (a cancelled batch); the CHECK keeps it from going below 0. */
-export async function releasePending(db: Queryable, address: AddressKey, pointType: PointType, amount: bigint): Promise<void> {
-  const { rowCount } = await db.query({
-    name: "pl-release-pending",
-    text: "UPDATE accounts SET pending_units = pending_units - $3::numeric WHERE address = $1 AND point_type = $2",
-    values: [address, pointType, amount.toString()],
-  });
-  assertInvariant(rowCount === 1, `no account row for ${address} ${pointType} holding a pending batch`);
+  return rows[0] ? toBalance(rows[0]) : ZERO_BALANCE;
 }
 
 /**
- * earnedCumulative += amount unless that passes MAX_POINTS_UNITS; creates the account if needed.
- * False means the credit would overflow.
+ * Applies a transition's change (amounts added; negative: taken) to one account, creating its
+ * row when a change adds to an account that has none (a first credit). The table's CHECKs keep
+ * every counter and `available` non-negative as a last line behind the domain's own checks.
  */
-export async function addEarned(db: Queryable, address: AddressKey, pointType: PointType, amount: bigint): Promise<boolean> {
+export async function changeBalance(db: Queryable, address: AddressKey, pointType: PointType, change: BalanceChange): Promise<void> {
+  const deltas = [
+    change.earnedCumulative ?? 0n,
+    change.receivedCumulative ?? 0n,
+    change.finalizedSentCumulative ?? 0n,
+    change.pendingSent ?? 0n,
+  ].map((delta) => delta.toString());
   const { rowCount } = await db.query({
-    name: "pl-add-earned",
-    text: `INSERT INTO accounts AS a (address, point_type, earned_units)
-           SELECT $1, $2, $3::numeric WHERE $3::numeric <= $4::numeric
-           ON CONFLICT (address, point_type) DO UPDATE SET earned_units = a.earned_units + excluded.earned_units
-           WHERE a.earned_units + excluded.earned_units <= $4::numeric`,
-    values: [address, pointType, amount.toString(), MAX_POINTS_UNITS.toString()],
+    name: "pl-change-balance",
+    text: `UPDATE accounts SET earned_units = earned_units + $3::numeric, received_units = received_units + $4::numeric,
+             finalized_sent_units = finalized_sent_units + $5::numeric, pending_units = pending_units + $6::numeric
+           WHERE address = $1 AND point_type = $2`,
+    values: [address, pointType, ...deltas],
   });
-  return rowCount === 1;
+  if (rowCount === 1) return;
+  assertInvariant(
+    deltas.every((delta) => !delta.startsWith("-")),
+    `no account row for ${address} ${pointType} to take from`,
+  );
+  await db.query({
+    name: "pl-create-balance",
+    text: `INSERT INTO accounts (address, point_type, earned_units, received_units, finalized_sent_units, pending_units)
+           VALUES ($1, $2, $3::numeric, $4::numeric, $5::numeric, $6::numeric)`,
+    values: [address, pointType, ...deltas],
+  });
 }
 
 /**
  * Applies a finalized batch to every account it touches in ONE statement: the sender moves
- * `total` from pendingSent to finalizedSentCumulative, each recipient's receivedCumulative grows
+ * the batch total (senderChange, from domain/transitions.ts) from pendingSent to finalizedSentCumulative, each recipient's receivedCumulative grows
  * by its transfer. All rows are locked in address order within that one statement, so two
  * finalizations whose senders and recipients overlap (A pays B while B pays A) lock in the same
  * order and cannot deadlock; a separate sender UPDATE first would lock out of order.
@@ -125,8 +118,12 @@ export async function settleBatch(
   seq: string,
   sender: AddressKey,
   pointType: PointType,
-  total: bigint,
+  senderChange: BalanceChange,
 ): Promise<{ accounts: number; minAvailable: bigint }> {
+  // The finalize transition moves the total from pendingSent to finalizedSentCumulative; the
+  // statement carries that one amount (the proposed row must pass the CHECKs, so no negatives).
+  const moved = senderChange.finalizedSentCumulative ?? 0n;
+  assertInvariant(senderChange.pendingSent === -moved, "a settlement moves pendingSent to finalizedSentCumulative");
   const { rows } = await db.query<{ accounts: string; min_available: string | null }>({
     name: "pl-settle-batch",
     text: `WITH moved AS (
@@ -144,7 +141,7 @@ export async function settleBatch(
              RETURNING ${AVAILABLE_SQL} AS available
            )
            SELECT count(*) AS accounts, min(available) AS min_available FROM moved`,
-    values: [seq, pointType, sender, total.toString()],
+    values: [seq, pointType, sender, moved.toString()],
   });
   const row = rows[0]!;
   return { accounts: Number(row.accounts), minAvailable: row.min_available === null ? 0n : BigInt(row.min_available) };

@@ -1,6 +1,9 @@
 import type { AddressKey } from "../../domain/address.js";
-import type { Challenge, NewChallenge, NewToken, TokenGrant } from "../store.js";
-import { toNumber, type Queryable } from "./db.js";
+import { MAX_UNSOLVED_CHALLENGES_PER_OPERATOR } from "../../domain/limits.js";
+import type { NewChallenge, NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../store.js";
+import { operatorTransition } from "../../domain/transitions.js";
+import { toNumber, type PgClient, type Queryable } from "./db.js";
+import { appendEvents } from "./events.js";
 
 export async function readOperator(db: Queryable, contract: AddressKey): Promise<AddressKey | null> {
   const { rows } = await db.query<{ operator: string }>({
@@ -15,7 +18,14 @@ export async function readOperator(db: Queryable, contract: AddressKey): Promise
  * Registers or changes the operator; a change deletes the contract's tokens. Call inside a
  * transaction. The upsert's WHERE leaves an unchanged operator (and its tokens) alone.
  */
-export async function writeOperator(db: Queryable, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<void> {
+export async function writeOperator(db: PgClient, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<void> {
+  const current = await db.query<{ operator: string }>({
+    name: "pl-lock-operator",
+    text: "SELECT operator FROM operators WHERE contract = $1 FOR UPDATE",
+    values: [contract],
+  });
+  const transition = operatorTransition(contract, (current.rows[0]?.operator as AddressKey | undefined) ?? null, operator, nowMs);
+  if (transition.kind === "unchanged") return;
   const { rowCount } = await db.query({
     name: "pl-write-operator",
     text: `INSERT INTO operators AS o (contract, operator, updated_at_ms) VALUES ($1, $2, $3)
@@ -23,11 +33,49 @@ export async function writeOperator(db: Queryable, contract: AddressKey, operato
            WHERE o.operator <> excluded.operator`,
     values: [contract, operator, nowMs],
   });
+  // Two first registrations racing: the loser's upsert changes nothing, and its transition (decided
+  // before the winner's row existed) is dropped with its event.
   if (rowCount === 0) return;
-  await db.query({ name: "pl-delete-tokens", text: "DELETE FROM tokens WHERE contract = $1", values: [contract] });
+  if (transition.revokeTokens)
+    await db.query({ name: "pl-delete-tokens", text: "DELETE FROM tokens WHERE contract = $1", values: [contract] });
+  await appendEvents(db, transition.events);
 }
 
+/**
+ * One page of registered contracts by address: a range read of the primary key (keyset, no
+ * OFFSET), one row more than asked to know whether another page follows.
+ */
+export async function listOperators(db: Queryable, query: OperatorQuery): Promise<OperatorPage> {
+  const { rows } = await db.query<{ contract: string; operator: string; updated_at_ms: string }>({
+    name: "pl-list-operators",
+    text: "SELECT contract, operator, updated_at_ms FROM operators WHERE contract > $1 ORDER BY contract LIMIT $2",
+    // '' sorts before every address: the first page.
+    values: [query.after ?? "", query.limit + 1],
+  });
+  const more = rows.length > query.limit;
+  const page = more ? rows.slice(0, query.limit) : rows;
+  return {
+    operators: page.map((row) => ({
+      contract: row.contract as AddressKey,
+      operator: row.operator as AddressKey,
+      updatedAtMs: toNumber(row.updated_at_ms),
+    })),
+    next: more ? (page[page.length - 1]!.contract as AddressKey) : null,
+  };
+}
+
+/**
+ * Stores a challenge, first dropping this operator's oldest unsolved ones so that at most
+ * MAX_UNSOLVED_CHALLENGES_PER_OPERATOR remain (two racing requests may leave one more for a moment).
+ */
 export async function insertChallenge(db: Queryable, challenge: NewChallenge): Promise<void> {
+  await db.query({
+    name: "pl-trim-challenges",
+    text: `DELETE FROM challenges WHERE contract = $1 AND operator = $2 AND NOT used AND challenge_id NOT IN (
+             SELECT challenge_id FROM challenges WHERE contract = $1 AND operator = $2 AND NOT used
+             ORDER BY created_at_ms DESC, challenge_id LIMIT $3)`,
+    values: [challenge.contract, challenge.operator, MAX_UNSOLVED_CHALLENGES_PER_OPERATOR - 1],
+  });
   await db.query({
     name: "pl-insert-challenge",
     text: `INSERT INTO challenges (challenge_id, contract, operator, message, created_at_ms, expires_at_ms)
@@ -53,7 +101,7 @@ interface ChallengeRow {
 }
 
 /** Marks an unused, unexpired challenge used (the guard makes it single-use) and returns it. */
-export async function takeChallenge(db: Queryable, challengeId: string, nowMs: number): Promise<Challenge | null> {
+export async function takeChallenge(db: Queryable, challengeId: string, nowMs: number): Promise<NewChallenge | null> {
   const { rows } = await db.query<ChallengeRow>({
     name: "pl-take-challenge",
     text: `UPDATE challenges SET used = true

@@ -1,5 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
+import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
 import type { BatchPage, BatchQuery } from "../store.js";
 import { toNullableNumber, toNumber, toUnits, type Queryable } from "./db.js";
 
@@ -141,21 +142,116 @@ export async function setStatus(
 }
 
 /**
- * Claims the oldest due PENDING batch and marks it FINALIZED, in the caller's transaction. SKIP
- * LOCKED passes over batches another finalizer (or a cancel) holds, so instances share the work;
- * the status guard re-checks the row it locked, so a batch is finalized at most once.
+ * What makes a PENDING batch claimable at $1: it is due, and not waiting out the backoff of a
+ * failed finalization (finalize.ts).
  */
-export async function claimDueBatch(db: Queryable, nowMs: number): Promise<BatchRow | undefined> {
+const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= $1 AND (finalize_retry_at_ms IS NULL OR finalize_retry_at_ms <= $1)";
+
+export interface DueBatch {
+  seq: string;
+  contract: string;
+}
+
+/**
+ * Up to `limit` claimable batches in fair order: round-robin by contract. `turn` numbers each
+ * contract's claimable batches oldest first (finalizeAt, then seq); every contract's first turn
+ * comes before any contract's second. Within a turn contracts go in address order, starting after
+ * `afterContract` (the last one this instance served), so consecutive calls resume the round
+ * instead of starting over with the same contracts: a contract waits for at most one batch of
+ * every other contract, never for another's backlog.
+ *
+ * Cost does not grow with the backlog: `pending` walks the contracts that have PENDING batches (a
+ * loose index scan: one seek each in batches_pending_by_contract), `heads` keeps those with a
+ * claimable batch, and each contributes at most the batches that can reach the first `limit` (if
+ * n contracts have one, the limit-th batch's turn is at most limit − n + 1).
+ * A plain read, no lock: finalize.ts claims each one with lockClaimableBatch, which re-checks it.
+ */
+export async function fairDueBatches(db: Queryable, nowMs: number, limit: number, afterContract: string): Promise<DueBatch[]> {
+  const { rows } = await db.query<DueBatch>({
+    name: "pl-fair-due-batches",
+    text: `WITH RECURSIVE pending(contract) AS (
+             (SELECT contract FROM batches WHERE status = 'PENDING' ORDER BY contract LIMIT 1)
+             UNION ALL
+             SELECT (SELECT b.contract FROM batches b WHERE b.status = 'PENDING' AND b.contract > p.contract ORDER BY b.contract LIMIT 1)
+             FROM pending p WHERE p.contract IS NOT NULL
+           ),
+           heads AS MATERIALIZED (
+             SELECT p.contract FROM pending p
+             WHERE p.contract IS NOT NULL AND EXISTS (SELECT 1 FROM batches WHERE contract = p.contract AND ${CLAIMABLE_SQL})
+           ),
+           due AS (
+             SELECT d.seq, h.contract, d.finalize_at_ms FROM heads h CROSS JOIN LATERAL (
+               SELECT seq, finalize_at_ms FROM batches WHERE contract = h.contract AND ${CLAIMABLE_SQL}
+               ORDER BY finalize_at_ms, seq LIMIT GREATEST(1, $2 - (SELECT count(*) FROM heads) + 1)) d
+           )
+           SELECT seq, contract FROM (
+             SELECT seq, contract, finalize_at_ms, row_number() OVER (PARTITION BY contract ORDER BY finalize_at_ms, seq) AS turn FROM due
+           ) ranked ORDER BY turn, contract <= $3, contract LIMIT $2`,
+    values: [nowMs, limit, afterContract],
+  });
+  return rows;
+}
+
+/**
+ * Claims batch `seq` if it is still claimable and marks it FINALIZED, in the caller's
+ * transaction. SKIP LOCKED passes over a batch another finalizer (or a cancel) holds, so
+ * instances share the work instead of queueing on one row; the row is re-checked once locked
+ * (READ COMMITTED re-evaluates the WHERE on the latest version), so a batch is finalized at most
+ * once and one whose failure another instance just stored is left to its backoff.
+ */
+/**
+ * Locks batch `seq` if it is still claimable (PENDING, due, not backing off), skipping it when
+ * another instance holds it: several instances share one ranking's work and the status guard of
+ * the update that follows makes a finalization happen once.
+ */
+export async function lockClaimableBatch(db: Queryable, seq: string, nowMs: number): Promise<BatchRow | undefined> {
   const { rows } = await db.query<BatchRow>({
-    name: "pl-claim-due-batch",
-    text: `UPDATE batches SET status = 'FINALIZED', updated_at_ms = $1, finalized_at_ms = $1
-           WHERE status = 'PENDING' AND seq = (
-             SELECT seq FROM batches WHERE status = 'PENDING' AND finalize_at_ms <= $1
-             ORDER BY finalize_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED)
-           RETURNING ${BATCH_COLUMNS}`,
-    values: [nowMs],
+    name: "pl-lock-claimable-batch",
+    text: `SELECT ${BATCH_COLUMNS} FROM batches WHERE seq = $2 AND ${CLAIMABLE_SQL} FOR UPDATE SKIP LOCKED`,
+    values: [nowMs, seq],
   });
   return rows[0];
+}
+
+export interface StoredFinalizeFailure {
+  contract: string;
+  batch_id: string;
+  finalize_failures: number;
+  finalize_retry_at_ms: string;
+}
+
+/**
+ * Stores a failed finalization on a PENDING batch: one more failure, the error, and the time
+ * before which no claim takes it again (FINALIZE_RETRY_* in ../finalize-retry.ts, computed here
+ * from the failures before this one). Returns what it stored, or undefined if the batch is no
+ * longer PENDING (another instance finalized it meanwhile).
+ */
+export async function recordFinalizeFailure(
+  db: Queryable,
+  seq: string,
+  nowMs: number,
+  errorText: string,
+): Promise<StoredFinalizeFailure | undefined> {
+  const { rows } = await db.query<StoredFinalizeFailure>({
+    name: "pl-record-finalize-failure",
+    text: `UPDATE batches SET
+             finalize_failures = finalize_failures + 1,
+             finalize_retry_at_ms = $2::bigint + LEAST($3::bigint, $4::bigint << LEAST(finalize_failures, $5::integer)),
+             finalize_error = $6
+           WHERE seq = $1 AND status = 'PENDING'
+           RETURNING contract, batch_id, finalize_failures, finalize_retry_at_ms`,
+    values: [seq, nowMs, FINALIZE_RETRY_MAX_MS, FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, errorText],
+  });
+  return rows[0];
+}
+
+/** PENDING batches whose last finalization failed: a count over the small batches_failing index. */
+export async function countFailingBatches(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ count: string }>({
+    name: "pl-count-failing-batches",
+    text: "SELECT count(*) AS count FROM batches WHERE status = 'PENDING' AND finalize_retry_at_ms IS NOT NULL",
+  });
+  return Number(rows[0]!.count);
 }
 
 export async function listBatches(db: Queryable, contract: AddressKey, query: BatchQuery): Promise<BatchPage> {
@@ -194,10 +290,19 @@ function clampToBigint(seq: string): string {
   return BigInt(seq) > MAX_BIGINT ? MAX_BIGINT.toString() : seq;
 }
 
+/**
+ * The earliest time a claim can find something: the oldest finalizeAt among batches that never
+ * failed, or the earliest retry of one that did (LEAST ignores a NULL side). Each side reads the
+ * first entry of an index.
+ */
 export async function nextFinalizeAtMs(db: Queryable): Promise<number | null> {
   const { rows } = await db.query<{ next: string | null }>({
-    name: "pl-next-finalize-at",
-    text: "SELECT MIN(finalize_at_ms) AS next FROM batches WHERE status = 'PENDING'",
+    name: "pl-next-claimable-at",
+    text: `SELECT LEAST(
+             (SELECT finalize_at_ms FROM batches WHERE status = 'PENDING' AND finalize_retry_at_ms IS NULL
+              ORDER BY finalize_at_ms LIMIT 1),
+             (SELECT MIN(finalize_retry_at_ms) FROM batches WHERE status = 'PENDING' AND finalize_retry_at_ms IS NOT NULL)
+           ) AS next`,
   });
   return toNullableNumber(rows[0]?.next ?? null);
 }

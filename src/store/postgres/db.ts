@@ -1,5 +1,7 @@
 import pg from "pg";
-import { InvariantViolation } from "../../domain/errors.js";
+import { InvariantViolation, validationFailed } from "../../domain/errors.js";
+import type { LedgerEvent } from "../../domain/events.js";
+import { CommittedEvents } from "../committed-events.js";
 import { StoreUnavailableError } from "../errors.js";
 import { MIGRATIONS } from "./migrations/index.js";
 
@@ -29,6 +31,13 @@ const RETRY_AFTER_SECONDS = 1;
 /** Key of the advisory lock that serializes migrations across processes; any constant unique to this service. */
 const MIGRATION_LOCK_KEY = "7061221907";
 
+/**
+ * Clients whose connection failed, with the failure. pg marks such a client unqueryable and the
+ * pool discards it when it is released with an error (transaction() passes this one) or when the
+ * failure reaches it idle; it is never handed out again.
+ */
+const lostConnections = new WeakMap<pg.PoolClient, Error>();
+
 export function createPool(options: PostgresOptions): PgPool {
   const pool = new pg.Pool({
     connectionString: options.connectionString,
@@ -46,6 +55,15 @@ export function createPool(options: PostgresOptions): PgPool {
   // without a listener the 'error' event would crash the process.
   pool.on("error", (error) => {
     process.emitWarning(`idle PostgreSQL connection failed: ${error.message}`, "StoreWarning");
+  });
+  // pg-pool emits 'connect' once per client, synchronously, before it first hands the client out
+  // (and before that, while connecting, errors go to the connect callback), so from here on the
+  // client is never without an 'error' listener. The pool's own listener is attached only while
+  // the client is idle, and a caller's only once its pool.connect() promise resumes: one socket
+  // read can carry both the ReadyForQuery that hands the client to a waiting caller and the FATAL
+  // of a terminated backend, and in that gap an unheard 'error' crashed the process.
+  pool.on("connect", (client) => {
+    client.on("error", (error: Error) => lostConnections.set(client, error));
   });
   return pool;
 }
@@ -78,6 +96,9 @@ function codeOf(error: unknown): string | undefined {
 
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
+  // A FATAL error (57P01 from pg_terminate_backend, a shutdown) means the server ends the session.
+  const severity = (error as { severity?: unknown }).severity;
+  if (severity === "FATAL" || severity === "PANIC") return true;
   const code = codeOf(error);
   if (code !== undefined && NETWORK_ERROR_CODES.has(code)) return true;
   if (code !== undefined && TRANSIENT_SQLSTATE_CLASSES.includes(code.slice(0, 2)) && code.length === 5) return true;
@@ -85,9 +106,22 @@ export function isConnectionError(error: unknown): boolean {
 }
 
 /**
+ * Data exceptions (SQLSTATE class 22) that only text sent by a client can cause: PostgreSQL
+ * cannot store it, so the request is refused as invalid instead of failing as a 500. Input
+ * validation should have refused it first; this is the last line. Other class 22 codes stay
+ * internal errors: 22003 numeric overflow or 22012 division by zero would be this service's bug.
+ */
+const CLIENT_TEXT_SQLSTATES = new Map([
+  ["22021", "contains characters the database cannot store (e.g. NUL)"], // character_not_in_repertoire
+  ["22P05", "contains characters the database cannot store (e.g. NUL)"], // untranslatable_character
+  ["22001", "contains a value longer than the database can store"], // string_data_right_truncation
+  ["22P02", "contains a value the database cannot read"], // invalid_text_representation
+]);
+
+/**
  * Translates driver errors into the store's vocabulary: unreachable or overloaded database →
  * StoreUnavailableError (503 + Retry-After); a violated CHECK constraint is a broken ledger
- * invariant; anything else is passed on unchanged.
+ * invariant; text the database cannot take is a 400; anything else is passed on unchanged.
  */
 export function toStoreError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError || error instanceof InvariantViolation) return error;
@@ -99,6 +133,8 @@ export function toStoreError(error: unknown): unknown {
   if (code === "23514") {
     return new InvariantViolation(`a CHECK constraint failed: ${(error as Error).message}`);
   }
+  const refusal = code === undefined ? undefined : CLIENT_TEXT_SQLSTATES.get(code);
+  if (refusal !== undefined) return validationFailed([{ path: "(request)", message: refusal }]);
   return error;
 }
 
@@ -129,34 +165,57 @@ export interface TransactionOptions<T> {
 
 /**
  * Runs `work` in one transaction on one pooled connection. A connection that failed is destroyed
- * rather than returned to the pool. While checked out, the client's 'error' event (connection
- * lost between two statements) is recorded here, so it never crashes the process.
+ * rather than returned to the pool: failures seen here, and any 'error' event the client emitted
+ * while checked out (connection lost between two statements, or before this call resumed; the
+ * listener createPool attaches records it), are passed to release().
  */
-export async function transaction<T>(pool: PgPool, work: (client: PgClient) => Promise<T>, options: TransactionOptions<T> = {}): Promise<T> {
+/** Events appended by a transaction in progress, by its connection; handed on at COMMIT, dropped at ROLLBACK. */
+const appendedEvents = new WeakMap<PgClient, LedgerEvent[]>();
+/** Per pool (one store), the listeners of events its transactions committed. */
+const committedEvents = new WeakMap<PgPool, CommittedEvents>();
+
+/** Records events appended inside the transaction on `client` (events.ts appendEvents). */
+export function noteAppendedEvents(client: PgClient, events: readonly LedgerEvent[]): void {
+  appendedEvents.set(client, [...(appendedEvents.get(client) ?? []), ...events]);
+}
+
+export function committedEventsOf(pool: PgPool): CommittedEvents {
+  let events = committedEvents.get(pool);
+  if (!events) {
+    events = new CommittedEvents();
+    committedEvents.set(pool, events);
+  }
+  return events;
+}
+
+export async function transaction<T>(
+  pool: PgPool,
+  work: (client: PgClient) => Promise<T>,
+  options: TransactionOptions<T> = {},
+): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
-  const onError = (error: Error) => {
-    broken = error;
-  };
-  client.on("error", onError);
   try {
     const mode = `${options.isolation ?? "READ COMMITTED"}${options.readOnly ? " READ ONLY" : ""}`;
     await client.query(`BEGIN ISOLATION LEVEL ${mode}`);
     const result = await work(client);
-    await client.query(options.commitIf && !options.commitIf(result) ? "ROLLBACK" : "COMMIT");
+    const commit = !options.commitIf || options.commitIf(result);
+    await client.query(commit ? "COMMIT" : "ROLLBACK");
+    const appended = appendedEvents.get(client);
+    if (commit && appended) committedEventsOf(pool).emit(appended);
     return result;
   } catch (error) {
-    if (!broken && !isConnectionError(error)) {
+    if (!lostConnections.has(client) && !isConnectionError(error)) {
       await client.query("ROLLBACK").catch((rollbackError: Error) => {
         broken = rollbackError;
       });
     } else {
-      broken ??= error as Error;
+      broken = error as Error;
     }
     throw error;
   } finally {
-    client.removeListener("error", onError);
-    client.release(broken);
+    appendedEvents.delete(client);
+    client.release(lostConnections.get(client) ?? broken);
   }
 }
 

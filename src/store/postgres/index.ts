@@ -1,11 +1,21 @@
 import type { AddressKey } from "../../domain/address.js";
 import { batchMatchesRequest, type NewBatch } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
-import { availableOf, type CancelResult, type FinalizedBatch, type LedgerStore, type SubmitResult } from "../store.js";
-import { readBalance, readBalances, releasePending, reserveOnEmptyAccount, reservePending, settleBatch } from "./accounts.js";
-import { deleteExpired, insertChallenge, insertToken, lookupToken, readOperator, takeChallenge, writeOperator } from "./auth.js";
+import { cancelTransition, submitTransition } from "../../domain/transitions.js";
+import type { CancelResult, LedgerStore, SubmitResult } from "../store.js";
+import { changeBalance, lockBalance, readBalances } from "./accounts.js";
 import {
-  claimDueBatch,
+  deleteExpired,
+  insertChallenge,
+  insertToken,
+  listOperators,
+  lookupToken,
+  readOperator,
+  takeChallenge,
+  writeOperator,
+} from "./auth.js";
+import {
+  countFailingBatches,
   findBatchRow,
   insertBatch,
   insertTransfers,
@@ -16,9 +26,15 @@ import {
   toBatch,
   withTransfers,
 } from "./batches.js";
-import { applyCredit } from "./credits.js";
-import { createPool, guard, migrate, transaction, type PgClient, type PgPool, type PostgresOptions } from "./db.js";
+import { applyCredit, readAssetEarnings } from "./credits.js";
+import { appendEvents, listEvents, purgeEvents } from "./events.js";
+import { finalizeDue } from "./finalize.js";
+import { committedEventsOf, createPool, guard, migrate, transaction, type PgClient, type PostgresOptions } from "./db.js";
+import { pointTypesInUse } from "./point-types.js";
+import { snapshotOperations } from "./snapshots.js";
+import { listAccountBalances, listTransfers } from "./transfers.js";
 import { verifyLedger } from "./verify.js";
+import { webhookOperations } from "./webhooks.js";
 
 export type { PostgresOptions } from "./db.js";
 
@@ -38,11 +54,13 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
     // Idempotent, like the SQLite adapter's: shutdown paths may close the store more than once.
     close: () => (closing ??= pool.end()),
     getOperator: (contract) => run(() => readOperator(pool, contract)),
-    setOperator: (contract, operator, nowMs) =>
-      run(() => transaction(pool, (client) => writeOperator(client, contract, operator, nowMs))),
+    setOperator: (contract, operator, nowMs) => run(() => transaction(pool, (client) => writeOperator(client, contract, operator, nowMs))),
+    listOperators: (query) => run(() => listOperators(pool, query)),
     credit: (credit) =>
       run(() => transaction(pool, (client) => applyCredit(client, credit), { commitIf: (result) => result.kind === "credited" })),
-    getBalances: (address) => run(() => readBalances(pool, address)),
+    getBalances: (address, pointTypes) => run(() => readBalances(pool, address, pointTypes)),
+    getAssetEarnings: (address) => run(() => readAssetEarnings(pool, address)),
+    pointTypesInUse: () => run(() => pointTypesInUse(pool)),
     submitBatch: (batch) =>
       run(() => transaction(pool, (client) => submit(client, batch), { commitIf: (result) => result.kind === "accepted" })),
     getBatch: (contract, batchId) =>
@@ -53,35 +71,40 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
       }),
     listBatches: (contract, query) => run(() => listBatches(pool, contract, query)),
     cancelBatch: (contract, batchId, nowMs) => run(() => transaction(pool, (client) => cancel(client, contract, batchId, nowMs))),
-    finalizeDue: (nowMs, limit) => run(() => finalizeDue(pool, nowMs, limit)),
+    finalizeDue: (nowMs, limit, onFailure) => run(() => finalizeDue(pool, nowMs, limit, onFailure)),
     nextFinalizeAtMs: () => run(() => nextFinalizeAtMs(pool)),
+    countFailingBatches: () => run(() => countFailingBatches(pool)),
     createChallenge: (challenge) => run(() => insertChallenge(pool, challenge)),
     consumeChallenge: (challengeId, nowMs) => run(() => takeChallenge(pool, challengeId, nowMs)),
     createToken: (token) => run(() => insertToken(pool, token)),
     findToken: (tokenHash, nowMs) => run(() => lookupToken(pool, tokenHash, nowMs)),
     purgeExpired: (nowMs) => run(() => deleteExpired(pool, nowMs)),
-    verify: () =>
-      run(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
+    ...webhookOperations(pool, run),
+    verify: () => run(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
+    onCommittedEvents: (listener) => committedEventsOf(pool).subscribe(listener),
+    listEvents: (query) => run(() => listEvents(pool, query)),
+    purgeEvents: (beforeMs, limit) => run(() => transaction(pool, (client) => purgeEvents(client, beforeMs, limit))),
+    listTransfers: (contract, query) => run(() => listTransfers(pool, contract, query)),
+    listAccountBalances: (query) => run(() => listAccountBalances(pool, query)),
+    ...snapshotOperations(pool, run),
   };
 }
 
 /**
- * Claims the batchId, stores the transfers, then reserves the total with a guarded UPDATE, so the
- * sender's row is locked only for the reservation and the commit, not for the bulk insert.
- * The caller commits only an accepted batch; anything else rolls back.
+ * Claims the batchId, stores the transfers, then locks the sender's account and applies the
+ * submit transition (domain/transitions.ts) with its event, so the sender's row is locked only
+ * for the reservation and the commit, not for the bulk insert. The caller commits only an
+ * accepted batch; anything else rolls back.
  */
 async function submit(client: PgClient, batch: NewBatch): Promise<SubmitResult> {
   const row = await insertBatch(client, batch);
   if (!row) return existingBatch(client, batch);
   await insertTransfers(client, row.seq, batch.transfers);
-  const reserved =
-    (await reservePending(client, batch.contract, batch.pointType, batch.total)) ||
-    (await reserveOnEmptyAccount(client, batch.contract, batch.pointType, batch.total));
-  if (!reserved) {
-    const available = availableOf(await readBalance(client, batch.contract, batch.pointType));
-    return { kind: "insufficient", available, requested: batch.total };
-  }
-  return { kind: "accepted", batch: toBatch(row) };
+  const transition = submitTransition(batch, await lockBalance(client, batch.contract, batch.pointType));
+  if (transition.kind === "insufficient") return transition;
+  await changeBalance(client, batch.contract, batch.pointType, transition.senderChange);
+  await appendEvents(client, transition.events);
+  return { kind: "accepted", batch: transition.batch };
 }
 
 async function existingBatch(client: PgClient, batch: NewBatch): Promise<SubmitResult> {
@@ -96,40 +119,12 @@ async function cancel(client: PgClient, contract: AddressKey, batchId: string, n
   const row = await lockBatchRow(client, contract, batchId);
   if (!row) return { kind: "not_found" };
   const batch = toBatch(row);
-  if (batch.status === "CANCELLED") return { kind: "cancelled", batch, changed: false };
-  if (batch.status !== "PENDING" || nowMs >= batch.finalizeAtMs) return { kind: "not_cancellable", batch };
+  const transition = cancelTransition(batch, nowMs);
+  if (transition.kind === "already_cancelled") return { kind: "cancelled", batch, changed: false };
+  if (transition.kind === "not_cancellable") return { kind: "not_cancellable", batch };
   const cancelled = await setStatus(client, row.seq, "PENDING", "CANCELLED", nowMs);
   assertInvariant(cancelled !== undefined, `batch ${batchId} changed under its lock`);
-  await releasePending(client, contract, batch.pointType, batch.total);
-  return { kind: "cancelled", batch: toBatch(cancelled), changed: true };
-}
-
-/** Each due batch in its own transaction: claimed, marked FINALIZED, sender and recipients settled. */
-async function finalizeDue(pool: PgPool, nowMs: number, limit: number): Promise<FinalizedBatch[]> {
-  const finalized: FinalizedBatch[] = [];
-  while (finalized.length < limit) {
-    const batch = await transaction(pool, (client) => finalizeOne(client, nowMs));
-    if (!batch) break;
-    finalized.push(batch);
-  }
-  return finalized;
-}
-
-async function finalizeOne(client: PgClient, nowMs: number): Promise<FinalizedBatch | null> {
-  const row = await claimDueBatch(client, nowMs);
-  if (!row) return null;
-  const batch = toBatch(row);
-  const settled = await settleBatch(client, row.seq, batch.contract, batch.pointType, batch.total);
-  assertInvariant(
-    settled.accounts === batch.transferCount + 1,
-    `batch ${batch.batchId} settled ${settled.accounts} accounts for ${batch.transferCount} transfers`,
-  );
-  assertInvariant(settled.minAvailable >= 0n, `finalizing batch ${batch.batchId} left an account with available < 0`);
-  return {
-    contract: batch.contract,
-    batchId: batch.batchId,
-    transferCount: batch.transferCount,
-    finalizeAtMs: batch.finalizeAtMs,
-    finalizedAtMs: nowMs,
-  };
+  await changeBalance(client, contract, batch.pointType, transition.senderChange);
+  await appendEvents(client, transition.events);
+  return { kind: "cancelled", batch: transition.batch, changed: true };
 }

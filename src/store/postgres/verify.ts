@@ -31,7 +31,7 @@ interface MismatchRow {
   expected: string;
 }
 
-/** Checks invariants 1-4 of DESIGN.md over the whole database; call in one REPEATABLE READ snapshot. */
+/** Checks the ledger invariants 1-4 (README, Architecture: Ledger model) over the whole database; call in one REPEATABLE READ snapshot. */
 export async function verifyLedger(db: Queryable): Promise<Violation[]> {
   const violations: Violation[] = [];
   const negative = await db.query<{ key: string }>(

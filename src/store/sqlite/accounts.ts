@@ -1,49 +1,54 @@
+import { ZERO_BALANCE } from "../../domain/balance.js";
+import { applyChange, type BalanceChange } from "../../domain/transitions.js";
 import type { AddressKey } from "../../domain/address.js";
-import type { PointType } from "../../domain/batch.js";
+import { DEFAULT_POINT_TYPES, type DefaultPointType, type PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
 import { availableOf, type Balance, type Balances } from "../store.js";
-import { fromPair, statement, toPair, type SqliteDb } from "./db.js";
+import { fromPair, fromTriple, statement, toPair, toTriple, type SqliteDb } from "./db.js";
 
-const ZERO_BALANCE: Balance = {
-  earnedCumulative: 0n,
-  receivedCumulative: 0n,
-  finalizedSentCumulative: 0n,
-  pendingSent: 0n,
-};
-
-interface AccountRow {
+export interface AccountRow {
   earned_w: bigint;
   earned_f: bigint;
+  received_q: bigint;
   received_w: bigint;
   received_f: bigint;
+  finalized_sent_q: bigint;
   finalized_sent_w: bigint;
   finalized_sent_f: bigint;
   pending_w: bigint;
   pending_f: bigint;
 }
 
-function toBalance(row: AccountRow): Balance {
+/** Also used by verify.ts, which reads every account row. */
+export function toBalance(row: AccountRow): Balance {
   return {
     earnedCumulative: fromPair(row.earned_w, row.earned_f),
-    receivedCumulative: fromPair(row.received_w, row.received_f),
-    finalizedSentCumulative: fromPair(row.finalized_sent_w, row.finalized_sent_f),
+    receivedCumulative: fromTriple(row.received_q, row.received_w, row.received_f),
+    finalizedSentCumulative: fromTriple(row.finalized_sent_q, row.finalized_sent_w, row.finalized_sent_f),
     pendingSent: fromPair(row.pending_w, row.pending_f),
   };
 }
 
 export function readBalance(db: SqliteDb, address: AddressKey, pointType: PointType): Balance {
   const row = statement(db, "SELECT * FROM accounts WHERE address = ? AND point_type = ?").get(address, pointType) as
-    | AccountRow
-    | undefined;
+    AccountRow | undefined;
   return row ? toBalance(row) : ZERO_BALANCE;
 }
 
-export function readBalances(db: SqliteDb, address: AddressKey): Balances {
-  const balances = { PHASE2_POINTS: ZERO_BALANCE, PHASE2_GOLD: ZERO_BALANCE };
+/** One balance per asked point type, zero where the address has no row; rows of other types are left out. */
+export function readBalances<T extends PointType = DefaultPointType>(
+  db: SqliteDb,
+  address: AddressKey,
+  pointTypes: readonly T[] = DEFAULT_POINT_TYPES as unknown as readonly T[],
+): Balances<T> {
+  const balances = {} as Balances<T>;
+  for (const pointType of pointTypes) balances[pointType] = ZERO_BALANCE;
   const rows = statement(db, "SELECT * FROM accounts WHERE address = ?").all(address) as (AccountRow & {
     point_type: PointType;
   })[];
-  for (const row of rows) balances[row.point_type] = toBalance(row);
+  for (const row of rows) {
+    if (Object.hasOwn(balances, row.point_type)) balances[row.point_type as T] = toBalance(row);
+  }
   return balances;
 }
 
@@ -53,27 +58,31 @@ export function writeBalance(db: SqliteDb, address: AddressKey, pointType: Point
   assertInvariant(balance.pendingSent >= 0n, `pendingSent < 0 for ${address} ${pointType}`);
   statement(
     db,
-    `INSERT INTO accounts (address, point_type, earned_w, earned_f, received_w, received_f,
-       finalized_sent_w, finalized_sent_f, pending_w, pending_f)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO accounts (address, point_type, earned_w, earned_f, received_q, received_w, received_f,
+       finalized_sent_q, finalized_sent_w, finalized_sent_f, pending_w, pending_f)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (address, point_type) DO UPDATE SET
        earned_w = excluded.earned_w, earned_f = excluded.earned_f,
-       received_w = excluded.received_w, received_f = excluded.received_f,
-       finalized_sent_w = excluded.finalized_sent_w, finalized_sent_f = excluded.finalized_sent_f,
+       received_q = excluded.received_q, received_w = excluded.received_w, received_f = excluded.received_f,
+       finalized_sent_q = excluded.finalized_sent_q, finalized_sent_w = excluded.finalized_sent_w,
+       finalized_sent_f = excluded.finalized_sent_f,
        pending_w = excluded.pending_w, pending_f = excluded.pending_f`,
   ).run(
     address,
     pointType,
     ...toPair(balance.earnedCumulative),
-    ...toPair(balance.receivedCumulative),
-    ...toPair(balance.finalizedSentCumulative),
+    ...toTriple(balance.receivedCumulative),
+    ...toTriple(balance.finalizedSentCumulative),
     ...toPair(balance.pendingSent),
   );
 }
 
 /**
  * Adds every transfer of batch `seq` to its recipient's receivedCumulative in one statement.
- * The pair is added with a carry: all right-hand sides read the row's old values.
+ * The triple is added with carries (all right-hand sides read the row's old values): a fraction
+ * carry of at most 1 into `_w`, then `_w` (≤ 10^18: a new row holds one amount) plus the amount's whole points (≤ 10^18,
+ * MAX_POINTS_UNITS) plus 1 is at most 2·10^18 < 2^63, and whatever passes 10^18 carries into `_q`.
+ * So no number of round trips can overflow a column; `_q` grows by at most 1 per transfer.
  */
 export function creditRecipients(db: SqliteDb, seq: number, pointType: PointType): number {
   return statement(
@@ -81,7 +90,14 @@ export function creditRecipients(db: SqliteDb, seq: number, pointType: PointType
     `INSERT INTO accounts (address, point_type, received_w, received_f)
      SELECT to_address, ?, amount_w, amount_f FROM transfers WHERE seq = ?
      ON CONFLICT (address, point_type) DO UPDATE SET
-       received_w = received_w + excluded.received_w + (received_f + excluded.received_f) / 1000000000000,
+       received_q = received_q
+         + (received_w + excluded.received_w + (received_f + excluded.received_f) / 1000000000000) / 1000000000000000000,
+       received_w = (received_w + excluded.received_w + (received_f + excluded.received_f) / 1000000000000) % 1000000000000000000,
        received_f = (received_f + excluded.received_f) % 1000000000000`,
   ).run(pointType, seq).changes;
+}
+
+/** Applies a transition's change to one account (read, applyChange, write) inside the caller's transaction. */
+export function changeBalance(db: SqliteDb, address: AddressKey, pointType: PointType, change: BalanceChange): void {
+  writeBalance(db, address, pointType, applyChange(readBalance(db, address, pointType), change));
 }

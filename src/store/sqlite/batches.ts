@@ -1,5 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
+import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
 import type { BatchPage, BatchQuery } from "../store.js";
 import { fromPair, statement, toNullableNumber, toNumber, toPair, type SqliteDb } from "./db.js";
 
@@ -41,9 +42,7 @@ export function toBatch(row: BatchRow): Batch {
 }
 
 export function findBatchRow(db: SqliteDb, contract: AddressKey, batchId: string): BatchRow | undefined {
-  return statement(db, "SELECT * FROM batches WHERE contract = ? AND batch_id = ?").get(contract, batchId) as
-    | BatchRow
-    | undefined;
+  return statement(db, "SELECT * FROM batches WHERE contract = ? AND batch_id = ?").get(contract, batchId) as BatchRow | undefined;
 }
 
 export function readBatchBySeq(db: SqliteDb, seq: bigint | number): BatchRow {
@@ -51,9 +50,11 @@ export function readBatchBySeq(db: SqliteDb, seq: bigint | number): BatchRow {
 }
 
 export function readTransfers(db: SqliteDb, seq: bigint): Transfer[] {
-  const rows = statement(db, "SELECT to_address, amount_w, amount_f FROM transfers WHERE seq = ? ORDER BY idx")
-    .raw(true)
-    .all(seq) as [string, bigint, bigint][];
+  const rows = statement(db, "SELECT to_address, amount_w, amount_f FROM transfers WHERE seq = ? ORDER BY idx").raw(true).all(seq) as [
+    string,
+    bigint,
+    bigint,
+  ][];
   return rows.map(([toAddress, whole, fraction]) => ({
     toAddress: toAddress as AddressKey,
     amount: fromPair(whole, fraction),
@@ -109,18 +110,15 @@ function insertTransfers(db: SqliteDb, seq: number, transfers: Transfer[]): void
   }
 }
 
-export function setStatus(
-  db: SqliteDb,
-  seq: bigint,
-  from: BatchStatus,
-  to: BatchStatus,
-  nowMs: number,
-): boolean {
+export function setStatus(db: SqliteDb, seq: bigint, from: BatchStatus, to: BatchStatus, nowMs: number): boolean {
   const timeColumn = to === "FINALIZED" ? "finalized_at_ms" : to === "CANCELLED" ? "cancelled_at_ms" : "updated_at_ms";
-  const changes = statement(
-    db,
-    `UPDATE batches SET status = ?, updated_at_ms = ?, ${timeColumn} = ? WHERE seq = ? AND status = ?`,
-  ).run(to, nowMs, nowMs, seq, from).changes;
+  const changes = statement(db, `UPDATE batches SET status = ?, updated_at_ms = ?, ${timeColumn} = ? WHERE seq = ? AND status = ?`).run(
+    to,
+    nowMs,
+    nowMs,
+    seq,
+    from,
+  ).changes;
   return changes === 1;
 }
 
@@ -162,17 +160,109 @@ export function listBatches(db: SqliteDb, contract: AddressKey, query: BatchQuer
   };
 }
 
-export function dueBatchSeqs(db: SqliteDb, nowMs: number, limit: number): bigint[] {
-  return statement(
-    db,
-    "SELECT seq FROM batches WHERE status = 'PENDING' AND finalize_at_ms <= ? ORDER BY finalize_at_ms, seq LIMIT ?",
-  )
-    .pluck(true)
-    .all(nowMs, limit) as bigint[];
+/**
+ * What makes a PENDING batch claimable at @now: it is due, and not waiting out the backoff of a
+ * failed finalization (finalize.ts).
+ */
+const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= @now AND (finalize_retry_at_ms IS NULL OR finalize_retry_at_ms <= @now)";
+
+export interface DueBatch {
+  seq: bigint;
+  contract: string;
 }
 
+/**
+ * Up to `limit` claimable batches in fair order: round-robin by contract. `turn` numbers each
+ * contract's claimable batches oldest first (finalizeAt, then seq); every contract's first turn
+ * comes before any contract's second. Within a turn contracts go in address order, starting after
+ * `afterContract` (the last one the caller served): a round cut short by the caller's time budget
+ * resumes there, so a contract waits for at most one batch of every other contract, never for
+ * another's backlog. (Ordering a turn by finalizeAt instead would put a backlog's old heads first
+ * in every round and starve a later contract whenever rounds are cut short.)
+ *
+ * Cost does not grow with the backlog: `pending` walks the contracts that have PENDING batches
+ * (one seek each in batches_pending_by_contract), `heads` keeps those with a claimable batch, and
+ * each of those contributes at most the batches that can reach the first `limit` (if n contracts
+ * have one, the limit-th batch's turn is at most limit − n + 1). About 1 ms for 520 contracts with
+ * 10,000 due batches and 0.3 ms for 2 contracts with 360,000; a ranking of every due batch took
+ * 0.45 µs per due batch (160 ms for 360,000, all of it holding the event loop).
+ */
+export function fairDueBatches(db: SqliteDb, nowMs: number, limit: number, afterContract: string): DueBatch[] {
+  const rows = statement(
+    db,
+    `WITH RECURSIVE pending(contract) AS MATERIALIZED (
+       SELECT (SELECT contract FROM batches WHERE status = 'PENDING' ORDER BY contract LIMIT 1)
+       UNION ALL
+       SELECT (SELECT b.contract FROM batches b WHERE b.status = 'PENDING' AND b.contract > pending.contract ORDER BY b.contract LIMIT 1)
+       FROM pending WHERE pending.contract IS NOT NULL
+     ),
+     heads(contract) AS MATERIALIZED (
+       SELECT contract FROM pending WHERE EXISTS (SELECT 1 FROM batches WHERE contract = pending.contract AND ${CLAIMABLE_SQL})
+     ),
+     due(seq, contract, finalize_at_ms) AS (
+       SELECT b.seq, b.contract, b.finalize_at_ms FROM heads JOIN batches b ON b.seq IN (
+         SELECT seq FROM batches WHERE contract = heads.contract AND ${CLAIMABLE_SQL}
+         ORDER BY finalize_at_ms, seq LIMIT MAX(1, @limit - (SELECT count(*) FROM heads) + 1))
+     )
+     SELECT seq, contract FROM (
+       SELECT seq, contract, ROW_NUMBER() OVER (PARTITION BY contract ORDER BY finalize_at_ms, seq) AS turn FROM due
+     ) ORDER BY turn, contract <= @after, contract LIMIT @limit`,
+  )
+    .raw(true)
+    .all({ now: nowMs, limit, after: afterContract }) as [bigint, string][];
+  return rows.map(([seq, contract]) => ({ seq, contract }));
+}
+
+/**
+ * Stores a failed finalization on a PENDING batch: one more failure, the error, and the time
+ * before which no claim takes it again (FINALIZE_RETRY_* in ../finalize-retry.ts, computed here
+ * from the failures before this one). Returns what it stored, or undefined if the batch is no
+ * longer PENDING.
+ */
+export function recordFinalizeFailure(
+  db: SqliteDb,
+  seq: bigint,
+  nowMs: number,
+  errorText: string,
+): { contract: string; batch_id: string; finalize_failures: bigint; finalize_retry_at_ms: bigint } | undefined {
+  return statement(
+    db,
+    `UPDATE batches SET
+       finalize_failures = finalize_failures + 1,
+       finalize_retry_at_ms = @now + MIN(@maxDelay, @baseDelay << MIN(finalize_failures, @maxDoublings)),
+       finalize_error = @error
+     WHERE seq = @seq AND status = 'PENDING'
+     RETURNING contract, batch_id, finalize_failures, finalize_retry_at_ms`,
+  ).get({
+    seq,
+    now: nowMs,
+    maxDelay: FINALIZE_RETRY_MAX_MS,
+    baseDelay: FINALIZE_RETRY_BASE_MS,
+    maxDoublings: FINALIZE_RETRY_MAX_DOUBLINGS,
+    error: errorText,
+  }) as { contract: string; batch_id: string; finalize_failures: bigint; finalize_retry_at_ms: bigint } | undefined;
+}
+
+/** PENDING batches whose last finalization failed: a count over the small batches_failing index. */
+export function countFailingBatches(db: SqliteDb): number {
+  const count = statement(db, "SELECT count(*) FROM batches WHERE status = 'PENDING' AND finalize_retry_at_ms IS NOT NULL")
+    .pluck(true)
+    .get() as bigint;
+  return Number(count);
+}
+
+/**
+ * The earliest time a claim can find something: the oldest finalizeAt among batches that never
+ * failed, or the earliest retry of one that did. Each side reads the first entry of an index.
+ */
 export function nextFinalizeAtMs(db: SqliteDb): number | null {
-  const value = statement(db, "SELECT MIN(finalize_at_ms) FROM batches WHERE status = 'PENDING'")
+  const value = statement(
+    db,
+    `SELECT MIN(COALESCE(due, retry), COALESCE(retry, due)) FROM (SELECT
+       (SELECT finalize_at_ms FROM batches WHERE status = 'PENDING' AND finalize_retry_at_ms IS NULL
+        ORDER BY finalize_at_ms LIMIT 1) AS due,
+       (SELECT MIN(finalize_retry_at_ms) FROM batches WHERE status = 'PENDING' AND finalize_retry_at_ms IS NOT NULL) AS retry)`,
+  )
     .pluck(true)
     .get() as bigint | null;
   return value === null ? null : Number(value);

@@ -1,7 +1,9 @@
 import Database from "better-sqlite3";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statfsSync } from "node:fs";
 import { dirname } from "node:path";
+import { InvariantViolation } from "../../domain/errors.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
+import { StoreUnavailableError } from "../errors.js";
 import { MIGRATIONS } from "./migrations/index.js";
 
 export type SqliteDb = Database.Database;
@@ -15,14 +17,110 @@ export interface SqliteOptions {
 /** Milliseconds a writer waits for another process's lock (e.g. `points-ledger credit` beside a server). */
 const BUSY_TIMEOUT_MS = 5000;
 
+/**
+ * Opens the database read-write. A file the process may not write still opens (SQLite falls back
+ * to read-only: reads work, writes fail with SQLITE_READONLY until it is reopened, see index.ts);
+ * a database SQLite cannot open at all fails here as a StoreUnavailableError naming why.
+ */
 export function openDatabase(options: SqliteOptions): SqliteDb {
   if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-  const db = new Database(options.path);
-  db.pragma("journal_mode = WAL");
-  db.pragma(`synchronous = ${options.synchronous}`);
-  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  db.pragma("foreign_keys = ON");
-  return db;
+  let db: SqliteDb | undefined;
+  try {
+    db = new Database(options.path);
+    db.pragma("journal_mode = WAL");
+    db.pragma(`synchronous = ${options.synchronous}`);
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    return db;
+  } catch (error) {
+    db?.close();
+    const translated = toStoreError(error);
+    if (translated instanceof StoreUnavailableError) {
+      throw new StoreUnavailableError(`cannot open ${options.path}: ${translated.message}`, translated.retryAfterSeconds, { cause: error });
+    }
+    throw translated;
+  }
+}
+
+/** Seconds a client is told to wait while SQLite is busy (another process holds the write lock). */
+const BUSY_RETRY_AFTER_SECONDS = 1;
+/** Seconds to wait while the database cannot write at all: an operator has to free space or fix permissions. */
+const CANNOT_WRITE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * SQLite result codes (primary code, so every extended one: SQLITE_READONLY_DIRECTORY,
+ * SQLITE_IOERR_WRITE, …) that mean "the database cannot serve this now" rather than a bug.
+ * Each leaves the connection usable: SQLite rolls the failed transaction back.
+ */
+const UNAVAILABLE_CONDITIONS: Record<string, { message: string; retryAfterSeconds: number }> = {
+  SQLITE_FULL: { message: "the database is full (no space left on its disk)", retryAfterSeconds: CANNOT_WRITE_RETRY_AFTER_SECONDS },
+  SQLITE_READONLY: { message: "the database is read-only", retryAfterSeconds: CANNOT_WRITE_RETRY_AFTER_SECONDS },
+  SQLITE_IOERR: { message: "the database cannot read or write its disk", retryAfterSeconds: CANNOT_WRITE_RETRY_AFTER_SECONDS },
+  SQLITE_CANTOPEN: { message: "the database files cannot be opened", retryAfterSeconds: CANNOT_WRITE_RETRY_AFTER_SECONDS },
+  SQLITE_PERM: { message: "the database files may not be written", retryAfterSeconds: CANNOT_WRITE_RETRY_AFTER_SECONDS },
+  SQLITE_BUSY: { message: "the database is busy", retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS },
+  SQLITE_LOCKED: { message: "the database is busy", retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS },
+  SQLITE_PROTOCOL: { message: "the database is busy", retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS },
+};
+
+/** The primary SQLite result code of `error` ("SQLITE_READONLY" for SQLITE_READONLY_DIRECTORY), if any. */
+export function sqliteCodeOf(error: unknown): string | undefined {
+  if (!(error instanceof Database.SqliteError)) return undefined;
+  const match = /^SQLITE_[A-Z]+/.exec(error.code);
+  return match ? match[0] : undefined;
+}
+
+/**
+ * Translates SQLite's errors for the port: conditions of UNAVAILABLE_CONDITIONS become
+ * StoreUnavailableError (503 + Retry-After); a failed CHECK constraint is a broken ledger
+ * invariant; anything else is passed on unchanged (a bug: 500).
+ */
+export function toStoreError(error: unknown): unknown {
+  if (error instanceof StoreUnavailableError || error instanceof InvariantViolation) return error;
+  const code = sqliteCodeOf(error);
+  const condition = code === undefined ? undefined : UNAVAILABLE_CONDITIONS[code];
+  if (condition) {
+    return new StoreUnavailableError(`${condition.message} (${(error as { code: string }).code})`, condition.retryAfterSeconds, {
+      cause: error,
+    });
+  }
+  if (code === "SQLITE_CONSTRAINT" && (error as { code: string }).code === "SQLITE_CONSTRAINT_CHECK") {
+    return new InvariantViolation(`a CHECK constraint failed: ${(error as Error).message}`);
+  }
+  return error;
+}
+
+type Operation = (...args: never[]) => Promise<unknown>;
+
+/**
+ * `target` with every method's failures passed through toStoreError, after `observe` has seen
+ * the original error (index.ts reopens a connection that SQLite opened read-only); `settled`
+ * hears whether each operation succeeded (index.ts hands committed events on).
+ */
+export function guardOperations<T extends Record<keyof T, unknown>>(
+  target: T,
+  observe: (error: unknown) => void,
+  settled: (succeeded: boolean) => void = () => undefined,
+): T {
+  const guarded: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(target)) {
+    if (typeof value !== "function") {
+      guarded[name] = value;
+      continue;
+    }
+    const operation = value as Operation;
+    guarded[name] = async (...args: never[]) => {
+      try {
+        const result = await operation(...args);
+        settled(true);
+        return result;
+      } catch (error) {
+        settled(false);
+        observe(error);
+        throw toStoreError(error);
+      }
+    };
+  }
+  return guarded as T;
 }
 
 const statementCache = new WeakMap<SqliteDb, Map<string, SqliteStatement>>();
@@ -57,6 +155,24 @@ export function fromPair(whole: unknown, fraction: unknown): bigint {
   return BigInt(whole as bigint) * UNITS_PER_POINT + BigInt(fraction as bigint);
 }
 
+/**
+ * Whole points per unit of the `_q` limb that cumulative columns add (migration 3): they keep
+ * `_w` below 10^18, so `_w` plus one amount (≤ 10^18 points) stays far below 2^63.
+ */
+export const WHOLE_POINTS_PER_Q = 10n ** 18n;
+
+/** Units as the (q, whole, fraction) triple of a cumulative column. */
+export function toTriple(units: bigint): [number | bigint, number | bigint, number] {
+  const [whole, fraction] = toPair(units);
+  const q = BigInt(whole) / WHOLE_POINTS_PER_Q;
+  const rest = BigInt(whole) % WHOLE_POINTS_PER_Q;
+  return [Number(q), rest <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(rest) : rest, fraction];
+}
+
+export function fromTriple(q: unknown, whole: unknown, fraction: unknown): bigint {
+  return (BigInt(q as bigint) * WHOLE_POINTS_PER_Q + BigInt(whole as bigint)) * UNITS_PER_POINT + BigInt(fraction as bigint);
+}
+
 export function toNumber(value: unknown): number {
   return Number(value as bigint);
 }
@@ -65,13 +181,105 @@ export function toNullableNumber(value: unknown): number | null {
   return value === null || value === undefined ? null : Number(value as bigint);
 }
 
-/** Applies pending migrations inside one IMMEDIATE transaction, so concurrent starters serialize. */
+/**
+ * Free space on the database's disk below which it counts as full for readiness: roughly what
+ * the largest batch (10,000 transfers) adds to the WAL and the tables. Writes that still fit
+ * keep being accepted; readiness warns before they start failing.
+ */
+const MIN_FREE_DISK_BYTES = 1024 * 1024;
+
+/**
+ * Throws StoreUnavailableError unless the database accepts writes: a committed write (so a
+ * read-only file, a lost write lock or an I/O error shows) and enough free disk (WAL mode
+ * reuses its file, so a small write can still succeed on a disk with no room for a batch).
+ */
+export function probeWrites(db: SqliteDb, path: string, nowMs: number): void {
+  db.transaction(() => {
+    statement(
+      db,
+      "INSERT INTO readiness_probe (id, probed_at_ms) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at_ms = excluded.probed_at_ms",
+    ).run(nowMs);
+  }).immediate();
+  if (path === ":memory:") return;
+  const disk = statfsSync(dirname(path), { bigint: true });
+  const freeBytes = disk.bavail * disk.bsize;
+  if (freeBytes < BigInt(MIN_FREE_DISK_BYTES)) {
+    throw new StoreUnavailableError(`the database is full (${freeBytes} bytes free on its disk)`, CANNOT_WRITE_RETRY_AFTER_SECONDS);
+  }
+}
+
+/**
+ * How long one write probe's result answers readiness: /readyz may be polled many times a
+ * second, and each probe is a commit (an fsync with synchronous=FULL).
+ */
+const READINESS_PROBE_TTL_MS = 1000;
+
+/** probeWrites, run at most once per READINESS_PROBE_TTL_MS; its outcome (pass or error) is reused meanwhile. */
+export function cachedWriteProbe(path: string): (db: SqliteDb) => void {
+  let last: { atMs: number; error: unknown } | null = null;
+  return (db) => {
+    const nowMs = Date.now();
+    if (last === null || nowMs - last.atMs >= READINESS_PROBE_TTL_MS) {
+      last = { atMs: nowMs, error: null };
+      try {
+        probeWrites(db, path, nowMs);
+      } catch (error) {
+        last.error = error;
+      }
+    }
+    if (last.error !== null) throw last.error;
+  };
+}
+
+/** Shortest time between two reopenings of a connection that SQLite keeps read-only. */
+const REOPEN_INTERVAL_MS = 1000;
+
+/**
+ * SQLite opens a file the process may not write read-only and keeps the connection so, even
+ * after the permissions are fixed. After an operation failed with SQLITE_READONLY, `replacement`
+ * opens a fresh connection (at most once per REOPEN_INTERVAL_MS) for the caller to swap in, so
+ * writes recover without a restart. better-sqlite3 is synchronous: no other operation runs
+ * during the swap, and the failed one has already rolled back.
+ */
+export class ReadOnlyRecovery {
+  private reopenedAtMs = 0;
+
+  constructor(private readonly options: SqliteOptions) {}
+
+  replacement(error: unknown): SqliteDb | null {
+    if (sqliteCodeOf(error) !== "SQLITE_READONLY") return null;
+    const nowMs = Date.now();
+    if (nowMs - this.reopenedAtMs < REOPEN_INTERVAL_MS) return null;
+    this.reopenedAtMs = nowMs;
+    try {
+      return openDatabase(this.options);
+    } catch {
+      return null; // Still unopenable: keep the read-only connection, which serves reads.
+    }
+  }
+}
+
+function appliedVersions(db: SqliteDb): Set<number> {
+  return new Set((db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((row) => row.version));
+}
+
+function hasMigrationsTable(db: SqliteDb): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
+}
+
+/**
+ * Applies pending migrations inside one IMMEDIATE transaction, so concurrent starters serialize.
+ * An up-to-date schema is only read, so a server starts on a database it cannot write (and
+ * answers reads) instead of failing to start.
+ */
 export function migrate(db: SqliteDb): void {
+  if (hasMigrationsTable(db)) {
+    const applied = appliedVersions(db);
+    if (MIGRATIONS.every((migration) => applied.has(migration.version))) return;
+  }
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)");
   const apply = db.transaction(() => {
-    const applied = new Set(
-      (db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map((row) => row.version),
-    );
+    const applied = appliedVersions(db);
     for (const migration of MIGRATIONS) {
       if (applied.has(migration.version)) continue;
       db.exec(migration.sql);

@@ -1,43 +1,55 @@
 import type { AddressKey } from "../../domain/address.js";
 import { batchMatchesRequest, type NewBatch } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
+import { cancelTransition, submitTransition } from "../../domain/transitions.js";
+import { type BatchQuery, type CancelResult, type LedgerStore, type SubmitResult } from "../store.js";
+import { changeBalance, readBalance, readBalances } from "./accounts.js";
 import {
-  availableOf,
-  type BatchQuery,
-  type CancelResult,
-  type FinalizedBatch,
-  type LedgerStore,
-  type SubmitResult,
-} from "../store.js";
-import { creditRecipients, readBalance, readBalances, writeBalance } from "./accounts.js";
-import { deleteExpired, insertChallenge, insertToken, lookupToken, readOperator, takeChallenge, writeOperator } from "./auth.js";
+  deleteExpired,
+  insertChallenge,
+  insertToken,
+  listOperators,
+  lookupToken,
+  readOperator,
+  takeChallenge,
+  writeOperator,
+} from "./auth.js";
 import {
-  dueBatchSeqs,
+  countFailingBatches,
   findBatchRow,
   insertBatch,
   listBatches,
   nextFinalizeAtMs,
-  readBatchBySeq,
   setStatus,
   toBatch,
   withTransfers,
 } from "./batches.js";
-import { applyCredit } from "./credits.js";
-import { migrate, openDatabase, type SqliteDb, type SqliteOptions } from "./db.js";
+import { applyCredit, readAssetEarnings } from "./credits.js";
+import { appendEvents, listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
+import { CommittedEvents } from "../committed-events.js";
+import { finalizeDue } from "./finalize.js";
+import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteDb, type SqliteOptions } from "./db.js";
+import { pointTypesInUse } from "./point-types.js";
+import { snapshotOperations } from "./snapshots.js";
+import { listAccountBalances, listTransfers } from "./transfers.js";
 import { verifyLedger } from "./verify.js";
+import { webhookOperations } from "./webhooks.js";
 
 /**
  * The embedded SQLite adapter. better-sqlite3 is synchronous, so each operation below runs to
  * completion inside one transaction without interleaving; one process is the only writer.
+ * Every operation's SQLite errors leave translated (db.ts toStoreError): a full disk, a read-only
+ * file or a held lock is StoreUnavailableError, which the HTTP layer answers 503 + Retry-After.
  */
 export function createSqliteStore(options: SqliteOptions): LedgerStore {
-  const db = openDatabase(options);
-  return {
+  let db = openDatabase(options);
+  const probeWrites = cachedWriteProbe(options.path);
+  const recovery = new ReadOnlyRecovery(options);
+  const committed = new CommittedEvents();
+  const store: LedgerStore = {
     kind: "sqlite",
     migrate: async () => migrate(db),
-    ping: async () => {
-      db.prepare("SELECT 1").get();
-    },
+    ping: async () => probeWrites(db),
     close: async () => {
       if (db.open) db.close();
     },
@@ -45,25 +57,51 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
     setOperator: async (contract, operator, nowMs) => {
       db.transaction(() => writeOperator(db, contract, operator, nowMs)).immediate();
     },
+    listOperators: async (query) => listOperators(db, query),
     credit: async (credit) => db.transaction(() => applyCredit(db, credit)).immediate(),
-    getBalances: async (address) => readBalances(db, address),
+    getBalances: async (address, pointTypes) => readBalances(db, address, pointTypes),
+    getAssetEarnings: async (address) => readAssetEarnings(db, address),
+    pointTypesInUse: async () => pointTypesInUse(db),
     submitBatch: async (batch) => db.transaction(() => submit(db, batch)).immediate(),
     getBatch: async (contract, batchId) => {
       const row = findBatchRow(db, contract, batchId);
       return row ? db.transaction(() => withTransfers(db, row))() : null;
     },
     listBatches: async (contract: AddressKey, query: BatchQuery) => listBatches(db, contract, query),
-    cancelBatch: async (contract, batchId, nowMs) =>
-      db.transaction(() => cancel(db, contract, batchId, nowMs)).immediate(),
-    finalizeDue: async (nowMs, limit) => finalizeDue(db, nowMs, limit),
+    cancelBatch: async (contract, batchId, nowMs) => db.transaction(() => cancel(db, contract, batchId, nowMs)).immediate(),
+    finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(db, nowMs, limit, onFailure),
     nextFinalizeAtMs: async () => nextFinalizeAtMs(db),
-    createChallenge: async (challenge) => insertChallenge(db, challenge),
+    countFailingBatches: async () => countFailingBatches(db),
+    createChallenge: async (challenge) => db.transaction(() => insertChallenge(db, challenge)).immediate(),
     consumeChallenge: async (challengeId, nowMs) => takeChallenge(db, challengeId, nowMs),
     createToken: async (token) => insertToken(db, token),
     findToken: async (tokenHash, nowMs) => lookupToken(db, tokenHash, nowMs),
     purgeExpired: async (nowMs) => deleteExpired(db, nowMs),
+    ...webhookOperations(() => db),
     verify: async () => db.transaction(() => verifyLedger(db))(),
+    // Replaced below: a subscription is synchronous, not a guarded database operation.
+    onCommittedEvents: () => () => undefined,
+    listEvents: async (query) => db.transaction(() => listEvents(db, query))(),
+    purgeEvents: async (beforeMs, limit) => db.transaction(() => purgeEvents(db, beforeMs, limit)).immediate(),
+    listTransfers: async (contract, query) => listTransfers(db, contract, query),
+    listAccountBalances: async (query) => listAccountBalances(db, query),
+    ...snapshotOperations(options.path, () => db),
   };
+  const guarded = guardOperations(
+    store,
+    (error) => {
+      const fresh = db.open ? recovery.replacement(error) : null;
+      if (fresh) {
+        db.close();
+        db = fresh;
+      }
+    },
+    (succeeded) => {
+      const events = takeAppendedEvents(db);
+      if (succeeded) committed.emit(events);
+    },
+  );
+  return { ...guarded, onCommittedEvents: (listener) => committed.subscribe(listener) };
 }
 
 function submit(db: SqliteDb, batch: NewBatch): SubmitResult {
@@ -72,86 +110,23 @@ function submit(db: SqliteDb, batch: NewBatch): SubmitResult {
     const matchesRequest = batchMatchesRequest(withTransfers(db, existing), batch);
     return { kind: "exists", status: toBatch(existing).status, matchesRequest };
   }
-  const balance = readBalance(db, batch.contract, batch.pointType);
-  const available = availableOf(balance);
-  if (available < batch.total) return { kind: "insufficient", available, requested: batch.total };
-  writeBalance(db, batch.contract, batch.pointType, { ...balance, pendingSent: balance.pendingSent + batch.total });
-  const seq = insertBatch(db, batch);
-  return { kind: "accepted", batch: toBatch(readBatchBySeq(db, seq)) };
+  const transition = submitTransition(batch, readBalance(db, batch.contract, batch.pointType));
+  if (transition.kind === "insufficient") return transition;
+  changeBalance(db, batch.contract, batch.pointType, transition.senderChange);
+  insertBatch(db, batch);
+  appendEvents(db, transition.events);
+  return { kind: "accepted", batch: transition.batch };
 }
 
 function cancel(db: SqliteDb, contract: AddressKey, batchId: string, nowMs: number): CancelResult {
   const row = findBatchRow(db, contract, batchId);
   if (!row) return { kind: "not_found" };
   const batch = toBatch(row);
-  if (batch.status === "CANCELLED") return { kind: "cancelled", batch, changed: false };
-  if (batch.status !== "PENDING" || nowMs >= batch.finalizeAtMs) return { kind: "not_cancellable", batch };
+  const transition = cancelTransition(batch, nowMs);
+  if (transition.kind === "already_cancelled") return { kind: "cancelled", batch, changed: false };
+  if (transition.kind === "not_cancellable") return { kind: "not_cancellable", batch };
   assertInvariant(setStatus(db, row.seq, "PENDING", "CANCELLED", nowMs), `batch ${batchId} changed under its lock`);
-  const balance = readBalance(db, contract, batch.pointType);
-  writeBalance(db, contract, batch.pointType, { ...balance, pendingSent: balance.pendingSent - batch.total });
-  return { kind: "cancelled", batch: toBatch(readBatchBySeq(db, row.seq)), changed: true };
-}
-
-/**
- * Longest one finalizer transaction may hold the writer (and, better-sqlite3 being synchronous,
- * the event loop). Several batches per commit: each batch's 2000 recipient upserts dirty pages
- * all over the accounts B-tree, and writing them once per group instead of once per batch made
- * finalization 2.5× faster (docs/performance.md); the budget keeps request latency bounded.
- */
-const FINALIZE_TRANSACTION_BUDGET_MS = 15;
-
-/**
- * Finalizes due batches, oldest first, in one transaction until the time budget is spent. Each
- * batch moves PENDING → FINALIZED under a status guard, so it happens once. If any batch of the
- * group cannot be applied, the group rolls back and is retried one batch per transaction, so a
- * batch that fails blocks only itself; its error surfaces when nothing else could be finalized.
- */
-function finalizeDue(db: SqliteDb, nowMs: number, limit: number): FinalizedBatch[] {
-  const seqs = dueBatchSeqs(db, nowMs, limit);
-  try {
-    return db.transaction(() => {
-      const startedMs = performance.now();
-      const finalized: FinalizedBatch[] = [];
-      for (const seq of seqs) {
-        const batch = applyFinalization(db, seq, nowMs);
-        if (batch) finalized.push(batch);
-        if (performance.now() - startedMs >= FINALIZE_TRANSACTION_BUDGET_MS) break;
-      }
-      return finalized;
-    }).immediate();
-  } catch (groupError) {
-    const finalized: FinalizedBatch[] = [];
-    for (const seq of seqs) {
-      try {
-        const batch = db.transaction(() => applyFinalization(db, seq, nowMs)).immediate();
-        if (batch) finalized.push(batch);
-      } catch {
-        // Reported below through the group's error when this batch is all that is left.
-      }
-    }
-    if (finalized.length === 0) throw groupError;
-    return finalized;
-  }
-}
-
-/** PENDING → FINALIZED for one batch, sender and recipients updated; null if it was not PENDING. */
-function applyFinalization(db: SqliteDb, seq: bigint, nowMs: number): FinalizedBatch | null {
-  const batch = toBatch(readBatchBySeq(db, seq));
-  if (!setStatus(db, seq, "PENDING", "FINALIZED", nowMs)) return null;
-  const balance = readBalance(db, batch.contract, batch.pointType);
-  assertInvariant(balance.pendingSent >= batch.total, `pendingSent of ${batch.contract} below batch ${batch.batchId}`);
-  writeBalance(db, batch.contract, batch.pointType, {
-    ...balance,
-    pendingSent: balance.pendingSent - batch.total,
-    finalizedSentCumulative: balance.finalizedSentCumulative + batch.total,
-  });
-  const recipients = creditRecipients(db, Number(seq), batch.pointType);
-  assertInvariant(recipients === batch.transferCount, `batch ${batch.batchId} has ${recipients} stored transfers`);
-  return {
-    contract: batch.contract,
-    batchId: batch.batchId,
-    transferCount: batch.transferCount,
-    finalizeAtMs: batch.finalizeAtMs,
-    finalizedAtMs: nowMs,
-  };
+  changeBalance(db, contract, batch.pointType, transition.senderChange);
+  appendEvents(db, transition.events);
+  return { kind: "cancelled", batch: transition.batch, changed: true };
 }

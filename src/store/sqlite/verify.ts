@@ -1,4 +1,7 @@
+import type { PointType } from "../../domain/batch.js";
 import { availableOf, type Violation } from "../store.js";
+import { toBalance, type AccountRow } from "./accounts.js";
+import { readSupply } from "./credits.js";
 import { fromPair, statement, type SqliteDb } from "./db.js";
 import { formatPoints } from "../../domain/points.js";
 
@@ -27,7 +30,7 @@ function compare(violations: Violation[], label: string, key: string, stored: bi
   }
 }
 
-/** Checks invariants 1-4 of DESIGN.md over the whole database; read in one snapshot. */
+/** Checks the ledger invariants 1-4 (README, Architecture: Ledger model) over the whole database; read in one snapshot. */
 export function verifyLedger(db: SqliteDb): Violation[] {
   const violations: Violation[] = [];
   const pending = sumBy(
@@ -48,15 +51,10 @@ export function verifyLedger(db: SqliteDb): Violation[] {
   );
   const totals = { received: new Map<string, bigint>(), sent: new Map<string, bigint>() };
   const seen = new Set<string>();
-  for (const row of statement(db, "SELECT * FROM accounts").iterate() as Iterable<Record<string, bigint | string>>) {
+  for (const row of statement(db, "SELECT * FROM accounts").iterate() as Iterable<AccountRow & { address: string; point_type: string }>) {
     const key = `${row.address} ${row.point_type}`;
     seen.add(key);
-    const balance = {
-      earnedCumulative: fromPair(row.earned_w, row.earned_f),
-      receivedCumulative: fromPair(row.received_w, row.received_f),
-      finalizedSentCumulative: fromPair(row.finalized_sent_w, row.finalized_sent_f),
-      pendingSent: fromPair(row.pending_w, row.pending_f),
-    };
+    const balance = toBalance(row);
     if (availableOf(balance) < 0n) violations.push({ invariant: 1, message: `${key}: available < 0` });
     compare(violations, "pendingSent", key, balance.pendingSent, pending.get(key));
     compare(violations, "finalizedSentCumulative", key, balance.finalizedSentCumulative, finalized.get(key));
@@ -80,24 +78,32 @@ export function verifyLedger(db: SqliteDb): Violation[] {
     }
   }
   verifyBatchTotals(db, violations);
+  verifySupply(db, earned, violations);
   return violations;
+}
+
+/** The issued supply of each point type is the sum of its credits (invariant 2, per point type). */
+function verifySupply(db: SqliteDb, earned: Sums, violations: Violation[]): void {
+  const credited = new Map<string, bigint>();
+  for (const [key, units] of earned) add(credited, key.slice(key.indexOf(" ") + 1), units);
+  const pointTypes = statement(db, "SELECT point_type FROM point_supply").pluck().all() as string[];
+  for (const pointType of new Set([...pointTypes, ...credited.keys()])) {
+    compare(violations, "issued supply", pointType, readSupply(db, pointType as PointType), credited.get(pointType));
+  }
 }
 
 function verifyBatchTotals(db: SqliteDb, violations: Violation[]): void {
   const sums = new Map<string, { total: bigint; count: number }>();
-  for (const [seq, whole, fraction] of statement(db, "SELECT seq, amount_w, amount_f FROM transfers")
-    .raw(true)
-    .iterate() as Iterable<[bigint, bigint, bigint]>) {
+  for (const [seq, whole, fraction] of statement(db, "SELECT seq, amount_w, amount_f FROM transfers").raw(true).iterate() as Iterable<
+    [bigint, bigint, bigint]
+  >) {
     const key = seq.toString();
     const entry = sums.get(key) ?? { total: 0n, count: 0 };
     entry.total += fromPair(whole, fraction);
     entry.count += 1;
     sums.set(key, entry);
   }
-  for (const [seq, batchId, whole, fraction, count] of statement(
-    db,
-    "SELECT seq, batch_id, total_w, total_f, transfer_count FROM batches",
-  )
+  for (const [seq, batchId, whole, fraction, count] of statement(db, "SELECT seq, batch_id, total_w, total_f, transfer_count FROM batches")
     .raw(true)
     .iterate() as Iterable<[bigint, string, bigint, bigint, bigint]>) {
     const entry = sums.get(seq.toString()) ?? { total: 0n, count: 0 };

@@ -92,4 +92,169 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX tokens_by_contract ON tokens (contract);
     `,
   },
+  {
+    // A batch whose finalization fails keeps its failure (finalize.ts) and is not claimed again
+    // before finalize_retry_at_ms, so it cannot block the batches behind it. The fair claim
+    // (batches.ts fairDueBatches) walks the contracts with PENDING batches through
+    // batches_pending_by_contract; batches_failing keeps counting failing batches cheap.
+    version: 2,
+    name: "finalize_failures_and_fair_claim",
+    sql: `
+      ALTER TABLE batches ADD COLUMN finalize_failures INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE batches ADD COLUMN finalize_retry_at_ms BIGINT;
+      ALTER TABLE batches ADD COLUMN finalize_error TEXT;
+      CREATE INDEX batches_pending_by_contract ON batches (contract, finalize_at_ms, seq) INCLUDE (finalize_retry_at_ms)
+        WHERE status = 'PENDING';
+      CREATE INDEX batches_failing ON batches (finalize_retry_at_ms) WHERE status = 'PENDING' AND finalize_retry_at_ms IS NOT NULL;
+    `,
+  },
+  {
+    // Credits may name an asset and a block (docs/api.md Administration). asset_earnings holds their
+    // sum and highest block per (address, point type, asset), kept in the credit's transaction,
+    // so a balance read stays one indexed range however many credits there are. The point_type
+    // indexes let pointTypesInUse (point-types.ts) skip from one type to the next, not scan.
+    version: 3,
+    name: "credit_assets_and_point_type_indexes",
+    sql: `
+      ALTER TABLE credits ADD COLUMN asset TEXT, ADD COLUMN block BIGINT CHECK (block >= 0);
+      CREATE TABLE asset_earnings (
+        address TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        asset TEXT NOT NULL,
+        ${amount("earned_units")},
+        max_block BIGINT NOT NULL DEFAULT 0 CHECK (max_block >= 0),
+        PRIMARY KEY (address, point_type, asset)
+      );
+      CREATE INDEX batches_point_type ON batches (point_type);
+      CREATE INDEX credits_point_type ON credits (point_type);
+    `,
+  },
+  {
+    // The event log (docs/api.md Events), written in the same transaction as each change. Sequence
+    // numbers are taken before commit, so a reader ordering by seq alone could pass a number a
+    // slower transaction commits later. Each event records its transaction id (xid8); readers
+    // return only events of transactions older than every transaction still running
+    // (pg_snapshot_xmin) and page by (tx, seq): that order only ever grows at its end, so paging
+    // never skips a late commit (events.ts). event_retention: see the SQLite migration.
+    version: 4,
+    name: "event_log_and_challenge_index",
+    sql: `
+      CREATE TABLE events (
+        seq BIGSERIAL PRIMARY KEY,
+        tx xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        event_id TEXT NOT NULL UNIQUE,
+        type TEXT NOT NULL,
+        stream TEXT,
+        occurred_at_ms BIGINT NOT NULL,
+        data JSONB NOT NULL
+      );
+      CREATE INDEX events_by_position ON events (tx, seq);
+      CREATE INDEX events_by_stream ON events (stream, tx, seq);
+      CREATE TABLE event_retention (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        purged_through_tx xid8 NOT NULL,
+        purged_through_seq BIGINT NOT NULL
+      );
+      CREATE INDEX challenges_by_operator ON challenges (contract, operator, created_at_ms);
+    `,
+  },
+  {
+    // Webhooks (docs/api.md Webhooks; postgres/webhooks.ts). Secrets are kept as they are: they sign.
+    // A delivery holds its own payload (the Event JSON), so sending needs no join to events.
+    // webhook_deliveries_pending serves the claim's walk of endpoints and its due scan; the lease
+    // (claimed_until_ms, claim_token) keeps one attempt to one sender and expires if it dies.
+    version: 5,
+    name: "webhooks",
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        contract TEXT NOT NULL,
+        url TEXT NOT NULL,
+        types TEXT[],
+        description TEXT,
+        disabled BOOLEAN NOT NULL DEFAULT false,
+        disabled_reason TEXT,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_secret_expires_at_ms BIGINT,
+        created_at_ms BIGINT NOT NULL
+      );
+      CREATE INDEX webhook_endpoints_by_contract ON webhook_endpoints (contract, created_at_ms);
+      CREATE TABLE webhook_deliveries (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        event_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('PENDING', 'SUCCEEDED', 'FAILED')),
+        tries INTEGER NOT NULL DEFAULT 0,
+        attempts JSONB NOT NULL DEFAULT '[]',
+        next_attempt_at_ms BIGINT,
+        claimed_until_ms BIGINT,
+        claim_token TEXT,
+        created_at_ms BIGINT NOT NULL,
+        finished_at_ms BIGINT,
+        UNIQUE (endpoint_id, event_id)
+      );
+      CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, seq);
+      CREATE INDEX webhook_deliveries_listing ON webhook_deliveries (endpoint_id, status, seq);
+      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (endpoint_id, next_attempt_at_ms) WHERE status = 'PENDING';
+      CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at_ms) WHERE status <> 'PENDING';
+    `,
+  },
+  {
+    // Snapshots (docs/api.md Snapshots; snapshots.ts). A snapshot row is written last, in one
+    // transaction with its snapshot.created event; its leaves and tree nodes are written before
+    // it in chunks (a proof reads one leaf chunk and about a dozen node chunks), keyed by the
+    // build, so two instances taking the same snapshotId at once never mix their chunks.
+    version: 6,
+    name: "snapshots",
+    sql: `
+      CREATE TABLE snapshots (
+        id TEXT PRIMARY KEY,
+        build_id TEXT NOT NULL UNIQUE,
+        point_type TEXT NOT NULL,
+        measure TEXT NOT NULL CHECK (measure IN ('available', 'receivedCumulative')),
+        decimals INTEGER NOT NULL,
+        taken_at_ms BIGINT NOT NULL,
+        root TEXT NOT NULL,
+        leaf_count INTEGER NOT NULL,
+        total_units TEXT NOT NULL
+      );
+      CREATE TABLE snapshot_leaf_chunks (
+        build_id TEXT NOT NULL,
+        chunk_no INTEGER NOT NULL,
+        first_address TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (build_id, chunk_no)
+      );
+      CREATE INDEX snapshot_leaf_chunks_by_address ON snapshot_leaf_chunks (build_id, first_address);
+      CREATE TABLE snapshot_node_chunks (
+        build_id TEXT NOT NULL,
+        chunk_no INTEGER NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (build_id, chunk_no)
+      );
+    `,
+  },
+  {
+    // Unpublished snapshot builds (snapshots.ts; docs/payouts.md): see the SQLite migration. A
+    // chunk write and the purge's marking both lock the build's row, so a build is either given
+    // up before its next write (which then fails) or alive again after it (and not given up).
+    version: 7,
+    name: "snapshot_builds",
+    sql: `
+      CREATE TABLE snapshot_builds (
+        build_id TEXT PRIMARY KEY,
+        snapshot_id TEXT,
+        last_write_at_ms BIGINT NOT NULL,
+        abandoned BOOLEAN NOT NULL DEFAULT false
+      );
+      INSERT INTO snapshot_builds (build_id, snapshot_id, last_write_at_ms)
+        SELECT build_id, NULL, (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+        FROM (SELECT build_id FROM snapshot_leaf_chunks UNION SELECT build_id FROM snapshot_node_chunks) AS chunks
+        WHERE build_id NOT IN (SELECT build_id FROM snapshots);
+    `,
+  },
 ];

@@ -3,6 +3,10 @@
  * remainder in 10^-12 units (`_f`, 0 ≤ f < 10^12): SQLite's 64-bit INTEGER cannot hold 10^18
  * points in 10^-12 units, but the pair can, and the pair still adds inside SQL (see accounts.ts).
  */
+/** 10^18: whole points per `_q` unit of a cumulative column (same as sqlite/db.ts WHOLE_POINTS_PER_Q). */
+const WHOLE_POINTS_PER_Q = "1000000000000000000";
+const UNITS_PER_POINT = "1000000000000";
+
 export interface Migration {
   version: number;
   name: string;
@@ -90,6 +94,205 @@ export const MIGRATIONS: Migration[] = [
         expires_at_ms INTEGER NOT NULL
       ) WITHOUT ROWID;
       CREATE INDEX tokens_by_contract ON tokens (contract);
+    `,
+  },
+  {
+    // One row that /readyz rewrites (sqlite/db.ts probeWrites): readiness means "accepts writes".
+    version: 2,
+    name: "readiness_probe",
+    sql: `
+      CREATE TABLE readiness_probe (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        probed_at_ms INTEGER NOT NULL
+      );
+    `,
+  },
+  {
+    // Points issued per point type, so a credit past MAX_SUPPLY_UNITS is refused and every
+    // balance and batch stays within 10^18 points. Cumulative received/sent counters still grow
+    // without bound (points passed back and forth), so they get a third limb `_q` counting 10^18
+    // whole points; `_w` stays at most 10^18 (the carry is computed in accounts.ts).
+    version: 3,
+    name: "point_supply_and_cumulative_limbs",
+    sql: `
+      ALTER TABLE accounts ADD COLUMN received_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(received_q) = 'integer' AND received_q >= 0);
+      ALTER TABLE accounts ADD COLUMN finalized_sent_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(finalized_sent_q) = 'integer' AND finalized_sent_q >= 0);
+      UPDATE accounts SET
+        received_q = received_w / ${WHOLE_POINTS_PER_Q}, received_w = received_w % ${WHOLE_POINTS_PER_Q},
+        finalized_sent_q = finalized_sent_w / ${WHOLE_POINTS_PER_Q}, finalized_sent_w = finalized_sent_w % ${WHOLE_POINTS_PER_Q}
+      WHERE received_w >= ${WHOLE_POINTS_PER_Q} OR finalized_sent_w >= ${WHOLE_POINTS_PER_Q};
+
+      CREATE TABLE point_supply (
+        point_type TEXT PRIMARY KEY,
+        ${amount("issued")}
+      ) WITHOUT ROWID;
+      INSERT INTO point_supply (point_type, issued_w, issued_f)
+        SELECT point_type, sum(earned_w) + sum(earned_f) / ${UNITS_PER_POINT}, sum(earned_f) % ${UNITS_PER_POINT}
+        FROM accounts GROUP BY point_type;
+    `,
+  },
+  {
+    // A batch whose finalization fails keeps its failure (finalize.ts) and is not claimed again
+    // before finalize_retry_at_ms, so it cannot block the batches behind it. The fair claim
+    // (batches.ts fairDueBatches) walks the contracts with PENDING batches through
+    // batches_pending_by_contract; batches_failing keeps counting failing batches cheap.
+    version: 4,
+    name: "finalize_failures_and_fair_claim",
+    sql: `
+      ALTER TABLE batches ADD COLUMN finalize_failures INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE batches ADD COLUMN finalize_retry_at_ms INTEGER;
+      ALTER TABLE batches ADD COLUMN finalize_error TEXT;
+      CREATE INDEX batches_pending_by_contract ON batches (contract, finalize_at_ms, seq, finalize_retry_at_ms) WHERE status = 'PENDING';
+      CREATE INDEX batches_failing ON batches (finalize_retry_at_ms) WHERE status = 'PENDING' AND finalize_retry_at_ms IS NOT NULL;
+    `,
+  },
+  {
+    // Credits may name an asset and a block (docs/api.md Administration). asset_earnings holds their
+    // sum and highest block per (address, point type, asset), kept in the credit's transaction,
+    // so a balance read stays one indexed range however many credits there are. The point_type
+    // indexes let pointTypesInUse (point-types.ts) skip from one type to the next, not scan.
+    version: 5,
+    name: "credit_assets_and_point_type_indexes",
+    sql: `
+      ALTER TABLE credits ADD COLUMN asset TEXT;
+      ALTER TABLE credits ADD COLUMN block INTEGER CHECK (block IS NULL OR (typeof(block) = 'integer' AND block >= 0));
+      CREATE TABLE asset_earnings (
+        address TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        asset TEXT NOT NULL,
+        ${amount("earned")},
+        max_block INTEGER NOT NULL DEFAULT 0 CHECK (typeof(max_block) = 'integer' AND max_block >= 0),
+        PRIMARY KEY (address, point_type, asset)
+      ) WITHOUT ROWID;
+      CREATE INDEX batches_point_type ON batches (point_type);
+      CREATE INDEX credits_point_type ON credits (point_type);
+    `,
+  },
+  {
+    // The event log (docs/api.md Events), written in the same transaction as each change. One writer:
+    // seq order is commit order, so seq alone is the cursor. events_by_stream serves a contract's
+    // stream; the admin listing walks seq. event_retention remembers how far purging went, so an
+    // older cursor is told 410 CURSOR_EXPIRED instead of silently skipping events.
+    version: 6,
+    name: "event_log_and_challenge_index",
+    sql: `
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id TEXT NOT NULL UNIQUE,
+        type TEXT NOT NULL,
+        stream TEXT,
+        occurred_at_ms INTEGER NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX events_by_stream ON events (stream, seq);
+      CREATE TABLE event_retention (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        purged_through_seq INTEGER NOT NULL
+      );
+      CREATE INDEX challenges_by_operator ON challenges (contract, operator, created_at_ms);
+    `,
+  },
+  {
+    // Webhooks (docs/api.md Webhooks; sqlite/webhooks.ts). Secrets are kept as they are: they sign.
+    // A delivery holds its own payload (the Event JSON), so sending needs no join to events.
+    // webhook_deliveries_pending serves the claim's walk of endpoints and its due scan; the lease
+    // (claimed_until_ms, claim_token) keeps one attempt to one sender and expires if it dies.
+    version: 7,
+    name: "webhooks",
+    sql: `
+      CREATE TABLE webhook_endpoints (
+        id TEXT PRIMARY KEY,
+        contract TEXT NOT NULL,
+        url TEXT NOT NULL,
+        types TEXT,
+        description TEXT,
+        disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        disabled_reason TEXT,
+        secret TEXT NOT NULL,
+        previous_secret TEXT,
+        previous_secret_expires_at_ms INTEGER,
+        created_at_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX webhook_endpoints_by_contract ON webhook_endpoints (contract, created_at_ms);
+      CREATE TABLE webhook_deliveries (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+        event_id TEXT NOT NULL,
+        event_type TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('PENDING', 'SUCCEEDED', 'FAILED')),
+        tries INTEGER NOT NULL DEFAULT 0,
+        attempts TEXT NOT NULL DEFAULT '[]',
+        next_attempt_at_ms INTEGER,
+        claimed_until_ms INTEGER,
+        claim_token TEXT,
+        created_at_ms INTEGER NOT NULL,
+        finished_at_ms INTEGER,
+        UNIQUE (endpoint_id, event_id)
+      );
+      CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, seq);
+      CREATE INDEX webhook_deliveries_listing ON webhook_deliveries (endpoint_id, status, seq);
+      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (endpoint_id, next_attempt_at_ms) WHERE status = 'PENDING';
+      CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at_ms) WHERE status <> 'PENDING';
+    `,
+  },
+  {
+    // Snapshots (docs/api.md Snapshots; snapshots.ts). A snapshot row is written last, in one
+    // transaction with its snapshot.created event; its leaves and tree nodes are written before
+    // it in chunks (a proof reads one leaf chunk and about a dozen node chunks), keyed by the
+    // build, so two instances taking the same snapshotId at once never mix their chunks.
+    version: 8,
+    name: "snapshots",
+    sql: `
+      CREATE TABLE snapshots (
+        id TEXT PRIMARY KEY,
+        build_id TEXT NOT NULL UNIQUE,
+        point_type TEXT NOT NULL,
+        measure TEXT NOT NULL CHECK (measure IN ('available', 'receivedCumulative')),
+        decimals INTEGER NOT NULL,
+        taken_at_ms INTEGER NOT NULL,
+        root TEXT NOT NULL,
+        leaf_count INTEGER NOT NULL,
+        total_units TEXT NOT NULL
+      );
+      CREATE TABLE snapshot_leaf_chunks (
+        build_id TEXT NOT NULL,
+        chunk_no INTEGER NOT NULL,
+        first_address TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (build_id, chunk_no)
+      );
+      CREATE INDEX snapshot_leaf_chunks_by_address ON snapshot_leaf_chunks (build_id, first_address);
+      CREATE TABLE snapshot_node_chunks (
+        build_id TEXT NOT NULL,
+        chunk_no INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (build_id, chunk_no)
+      );
+    `,
+  },
+  {
+    // Unpublished snapshot builds (snapshots.ts; docs/payouts.md). A build registers here before
+    // its first chunk, touches last_write_at_ms with every chunk write and is removed in the
+    // transaction that publishes it. One that stops writing (its process died) or gives up is
+    // abandoned, and the purge job deletes its chunks in bounded steps; a build marked abandoned
+    // can neither write nor publish again. Chunks a version without this table left behind
+    // unpublished are registered here as of this migration (snapshot_id unknown: NULL), so they
+    // are purged in their turn, an hour later.
+    version: 9,
+    name: "snapshot_builds",
+    sql: `
+      CREATE TABLE snapshot_builds (
+        build_id TEXT PRIMARY KEY,
+        snapshot_id TEXT,
+        last_write_at_ms INTEGER NOT NULL,
+        abandoned INTEGER NOT NULL DEFAULT 0 CHECK (abandoned IN (0, 1))
+      ) WITHOUT ROWID;
+      INSERT INTO snapshot_builds (build_id, snapshot_id, last_write_at_ms)
+        SELECT build_id, NULL, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+        FROM (SELECT build_id FROM snapshot_leaf_chunks UNION SELECT build_id FROM snapshot_node_chunks)
+        WHERE build_id NOT IN (SELECT build_id FROM snapshots);
     `,
   },
 ];

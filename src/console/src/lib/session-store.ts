@@ -1,0 +1,46 @@
+/**
+ * The signed-in session lives in sessionStorage: it ends with the tab, is never shared with
+ * other tabs or written to disk by the page, and sign-out removes it.
+ */
+
+export interface StoredSession {
+  contractAddress: string;
+  bearerToken: string;
+  /** ISO 8601; for a pasted token, the longest a token can live (BEARER_TOKEN_TTL_SECONDS). */
+  expiresAt: string;
+  /** How the session began: shown in the header, so an operator knows what signed in. */
+  via: "wallet" | "link" | "token";
+  operatorAddress: string | null;
+}
+
+const SESSION_KEY = "points-ledger.console.session";
+const ADMIN_KEY = "points-ledger.console.admin";
+
+export function loadSession(): StoredSession | null {
+  const raw = sessionStorage.getItem(SESSION_KEY);
+  if (raw === null) return null;
+  try {
+    const session = JSON.parse(raw) as StoredSession;
+    return Date.parse(session.expiresAt) > Date.now() ? session : null;
+  } catch {
+    return null;
+  }
+}
+
+export function saveSession(session: StoredSession): void {
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
+}
+
+export function forgetSession(): void {
+  sessionStorage.removeItem(SESSION_KEY);
+  sessionStorage.removeItem(ADMIN_KEY);
+}
+
+export function loadAdminToken(): string | null {
+  return sessionStorage.getItem(ADMIN_KEY);
+}
+
+export function saveAdminToken(token: string | null): void {
+  if (token === null) sessionStorage.removeItem(ADMIN_KEY);
+  else sessionStorage.setItem(ADMIN_KEY, token);
+}

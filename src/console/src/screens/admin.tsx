@@ -1,0 +1,206 @@
+import { useMemo, useState } from "preact/hooks";
+import { PointsAdminClient, type LedgerEvent } from "../../../client/index.js";
+import { checksumAddress, parseAddress } from "../../../domain/address.js";
+import { parsePoints } from "../../../domain/points.js";
+import { shortTime, useConsole, useLoad } from "../context.js";
+import { displayPoints } from "../lib/amounts.js";
+import { errorText } from "../lib/errors.js";
+import { loadAdminToken, saveAdminToken } from "../lib/session-store.js";
+import { Pager, useCursorPages } from "../pager.js";
+
+/** Registered contracts shown per page. */
+const CONTRACTS_PAGE_SIZE = 25;
+/** Recent admin events shown: credits and operator changes of every contract. */
+const ADMIN_EVENTS_SHOWN = 50;
+/** The audit log is read from its start; past this many events the page stops reading. */
+const MAX_EVENTS_SCANNED = 100_000;
+
+export function Admin() {
+  const [token, setToken] = useState<string | null>(loadAdminToken);
+  const [draft, setDraft] = useState("");
+  if (token === null) {
+    return (
+      <section aria-labelledby="admin-title">
+        <h1 id="admin-title">Admin</h1>
+        <p class="muted">Operators and credits need the service's ADMIN_TOKEN. It is kept for this tab only.</p>
+        <form onSubmit={(e) => (e.preventDefault(), saveAdminToken(draft.trim()), setToken(draft.trim()))}>
+          <label>
+            Admin token
+            <input type="password" name="adminToken" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} autoComplete="off" />
+          </label>
+          <button type="submit" disabled={draft.trim() === ""}>
+            Use admin token
+          </button>
+        </form>
+      </section>
+    );
+  }
+  return <AdminForms token={token} onForget={() => (saveAdminToken(null), setToken(null))} />;
+}
+
+function AdminForms({ token, onForget }: { token: string; onForget(): void }) {
+  const { parameters, session } = useConsole();
+  const admin = useMemo(() => new PointsAdminClient({ baseUrl: location.origin, adminToken: token, retry: { maxAttempts: 2 } }), [token]);
+  const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
+  const [events, setEvents] = useState<LedgerEvent[] | null>(null);
+  // Grows with every operator set here: the list of registered contracts reads again from its first page.
+  const [contractsVersion, setContractsVersion] = useState(0);
+  const act = async (what: () => Promise<string>) => {
+    try {
+      setResult({ ok: true, text: await what() });
+    } catch (error) {
+      setResult({ ok: false, text: errorText(error) });
+    }
+  };
+  const form = (event: Event) => Object.fromEntries(new FormData(event.currentTarget as HTMLFormElement)) as Record<string, string>;
+  return (
+    <section aria-labelledby="admin-title">
+      <h1 id="admin-title">Admin</h1>
+      <button type="button" onClick={onForget}>
+        Forget admin token
+      </button>
+      {result && (
+        <p role={result.ok ? "status" : "alert"} class={result.ok ? "notice" : "error"}>
+          {result.text}
+        </p>
+      )}
+      <h2>Operator</h2>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const { contract, operator } = form(e);
+          void act(async () => {
+            const set = await admin.setOperator(contract!, operator!);
+            setContractsVersion((v) => v + 1);
+            return `The operator of ${set.contractAddress} is now ${set.operatorAddress}.`;
+          });
+        }}
+      >
+        <label>
+          Contract
+          <input name="contract" class="mono" defaultValue={session.contractAddress} />
+        </label>
+        <label>
+          Operator address
+          <input name="operator" class="mono" placeholder="0x…" />
+        </label>
+        <button type="submit">Set operator</button>
+      </form>
+      <h2>Registered contracts</h2>
+      <RegisteredContracts key={contractsVersion} admin={admin} />
+      <h2>Credit</h2>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const { address, pointType, points, creditId, asset, block } = form(e);
+          void act(async () => {
+            if (parseAddress(address!) === null) throw new Error("address is not a valid address");
+            if (parsePoints(points!) === null) throw new Error('points must be a decimal string like "12.5" (up to 12 decimals)');
+            const source = { asset: asset || undefined, block: block ? Number(block) : undefined };
+            const done = await admin.credit(address!, creditId || crypto.randomUUID(), pointType!, points!, source);
+            return `${done.created ? "Credited" : "Already credited (same content)"} ${displayPoints(points!)} ${pointType} to ${checksumAddress(parseAddress(address!)!)} as ${done.creditId}.`;
+          });
+        }}
+      >
+        <label>
+          Address
+          <input name="address" class="mono" defaultValue={session.contractAddress} />
+        </label>
+        <label>
+          Point type
+          <select name="pointType">
+            {parameters.POINT_TYPES.map((t) => (
+              <option value={t}>{t}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Points
+          <input name="points" class="mono" inputMode="decimal" placeholder="1000" />
+        </label>
+        <label>
+          Credit id (optional; a retry with the same id credits once)
+          <input name="creditId" class="mono" />
+        </label>
+        <label>
+          Asset (optional)
+          <input name="asset" placeholder="ETH" />
+        </label>
+        <label>
+          Block (optional)
+          <input name="block" inputMode="numeric" />
+        </label>
+        <button type="submit">Credit points</button>
+      </form>
+      <h2>Recent admin events</h2>
+      <button type="button" onClick={() => void act(async () => (setEvents(await latestEvents(admin)), "Events loaded."))}>
+        Load recent events
+      </button>
+      {events && (
+        <ul class="events">
+          {events.map((e) => (
+            <li>
+              <span class="mono">{shortTime(e.occurredAt)}</span> {e.type} <span class="mono">{e.contractAddress ?? ""}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/** Every contract with an operator, by address, a page at a time (the batches screen's pager). */
+function RegisteredContracts({ admin }: { admin: PointsAdminClient }) {
+  const pages = useCursorPages();
+  const cursor = pages.cursor;
+  const page = useLoad(() => admin.listContracts({ limit: CONTRACTS_PAGE_SIZE, cursor }), [admin, cursor]);
+  const contracts = page.data?.contracts ?? [];
+  return (
+    <>
+      {page.error && (
+        <p role="alert" class="error">
+          {page.error}
+        </p>
+      )}
+      {page.data && contracts.length === 0 && <p class="muted">No contract has an operator yet.</p>}
+      {contracts.length > 0 && (
+        <div class="table-wrap">
+          <table data-testid="registered-contracts">
+            <thead>
+              <tr>
+                <th scope="col">Contract</th>
+                <th scope="col">Operator</th>
+                <th scope="col">Set</th>
+              </tr>
+            </thead>
+            <tbody>
+              {contracts.map((c) => (
+                <tr data-contract-address={c.contractAddress}>
+                  <td class="mono">{c.contractAddress}</td>
+                  <td class="mono" data-field="operator">
+                    {c.operatorAddress}
+                  </td>
+                  <td>{shortTime(c.updatedAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <Pager pages={pages} nextCursor={page.data?.cursor} noun="contracts" />
+    </>
+  );
+}
+
+async function latestEvents(admin: PointsAdminClient): Promise<LedgerEvent[]> {
+  const kept: LedgerEvent[] = [];
+  let scanned = 0;
+  for await (const event of admin.events({ types: ["credit.created", "operator.changed"], limit: 1000 })) {
+    if (++scanned > MAX_EVENTS_SCANNED) break;
+    kept.push(event);
+    if (kept.length > ADMIN_EVENTS_SHOWN) kept.shift();
+  }
+  return kept.reverse();
+}

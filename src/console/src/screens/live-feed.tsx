@@ -1,0 +1,55 @@
+import type { LedgerEvent } from "../../../client/index.js";
+import { shortTime, useConsole } from "../context.js";
+import { displayPoints } from "../lib/amounts.js";
+
+function summary(event: LedgerEvent) {
+  switch (event.type) {
+    case "batch.accepted":
+    case "batch.cancelled":
+    case "batch.finalized": {
+      const batch = event.data.batch;
+      return (
+        <>
+          <a class="mono" href={`#/batches/${encodeURIComponent(batch.id)}`}>
+            {batch.id}
+          </a>{" "}
+          {displayPoints(batch.points)} {batch.pointType} to {batch.transferCount} recipient{batch.transferCount === 1 ? "" : "s"}
+        </>
+      );
+    }
+    case "credit.created":
+      return `credit ${event.data.creditId}: ${displayPoints(event.data.points)} ${event.data.pointType}`;
+    case "operator.changed":
+      return `operator is now ${event.data.operatorAddress}`;
+    default:
+      return "";
+  }
+}
+
+export function LiveFeed() {
+  const { feed, feedStatus } = useConsole();
+  return (
+    <section aria-labelledby="feed-title">
+      <h1 id="feed-title">Live feed</h1>
+      <p role="status" data-testid="feed-status">
+        {feedStatus === "live"
+          ? "Live: new events appear within a second."
+          : feedStatus === "stopped"
+            ? "The event stream stopped."
+            : "Connecting to the event stream…"}
+      </p>
+      {feed.length === 0 ? (
+        <p class="muted">No events yet.</p>
+      ) : (
+        <ol class="feed" aria-live="polite">
+          {feed.map(({ event }) => (
+            <li data-event-type={event.type} key={event.id}>
+              <span class="mono time">{shortTime(event.occurredAt)}</span>{" "}
+              <span class={`type ${event.type.replace(".", "-")}`}>{event.type}</span> <span class="what">{summary(event)}</span>
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,148 @@
+import { useEffect, useState } from "preact/hooks";
+import { PointsClient, type Parameters } from "../../../client/index.js";
+import { parseAddress, checksumAddress } from "../../../domain/address.js";
+import { errorText } from "../lib/errors.js";
+import type { StoredSession } from "../lib/session-store.js";
+import { discoverWallets, walletSigner, type DiscoveredWallet } from "../lib/wallet.js";
+
+interface Props {
+  parameters: Parameters;
+  notice: string | null;
+  onSignedIn(session: StoredSession): void;
+}
+
+function contractOf(text: string): string | null {
+  const key = parseAddress(text.trim());
+  return key === null ? null : checksumAddress(key);
+}
+
+export function SignIn({ parameters, notice, onSignedIn }: Props) {
+  const [contract, setContract] = useState("");
+  const [wallets, setWallets] = useState<DiscoveredWallet[]>([]);
+  const [token, setToken] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  useEffect(
+    () =>
+      discoverWallets((wallet) =>
+        setWallets((known) => (known.some((w) => w.info.uuid === wallet.info.uuid) ? known : [...known, wallet])),
+      ),
+    [],
+  );
+
+  const contractAddress = contractOf(contract);
+  const needContract = () => {
+    if (contractAddress === null)
+      setError("Enter the contract's address (0x + 40 hex digits; mixed case must be a valid EIP-55 checksum).");
+    return contractAddress;
+  };
+
+  const run = async (attempt: () => Promise<StoredSession>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      onSignedIn(await attempt());
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const withWallet = (wallet: DiscoveredWallet) => {
+    const address = needContract();
+    if (address === null) return;
+    void run(async () => {
+      const signer = await walletSigner(wallet.provider);
+      const client = new PointsClient({ baseUrl: location.origin, contractAddress: address, operator: signer, retry: { maxAttempts: 2 } });
+      const session = await client.signIn();
+      return { contractAddress: address, ...session, via: "wallet", operatorAddress: checksumAddress(parseAddress(signer.address)!) };
+    });
+  };
+
+  const withToken = (event: Event) => {
+    event.preventDefault();
+    const address = needContract();
+    if (address === null) return;
+    void run(async () => {
+      // The token's own expiry is not visible to the page: assume the longest a token lives.
+      const expiresAt = new Date(Date.now() + parameters.BEARER_TOKEN_TTL_SECONDS * 1000).toISOString();
+      const client = new PointsClient({
+        baseUrl: location.origin,
+        contractAddress: address,
+        operator: { bearerToken: token.trim(), expiresAt },
+      });
+      await client.getBalances();
+      return { contractAddress: address, bearerToken: token.trim(), expiresAt, via: "token", operatorAddress: null };
+    });
+  };
+
+  return (
+    <main class="signin">
+      <h1>points-ledger console</h1>
+      {notice && (
+        <p role="status" class="notice">
+          {notice}
+        </p>
+      )}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      <label>
+        Contract address
+        <input
+          name="contract"
+          class="mono"
+          value={contract}
+          onInput={(e) => setContract(e.currentTarget.value)}
+          placeholder="0x…"
+          autoComplete="off"
+          spellcheck={false}
+        />
+      </label>
+      <section aria-labelledby="wallet-title">
+        <h2 id="wallet-title">Browser wallet</h2>
+        {wallets.length === 0 ? (
+          <p class="muted">No browser wallet found on this page.</p>
+        ) : (
+          <div class="row">
+            {wallets.map((wallet) => (
+              <button type="button" disabled={busy} onClick={() => withWallet(wallet)}>
+                <img src={wallet.info.icon} alt="" width={20} height={20} /> Sign in with {wallet.info.name}
+              </button>
+            ))}
+          </div>
+        )}
+      </section>
+      <section aria-labelledby="link-title">
+        <h2 id="link-title">Login link</h2>
+        <p class="muted">
+          Operator keys usually live on servers. There, run <code>points-ledger console-login --contract &lt;address&gt;</code> and open the
+          link it prints: it works once, within {parameters.CHALLENGE_TTL_SECONDS} s.
+        </p>
+      </section>
+      <section aria-labelledby="token-title">
+        <h2 id="token-title">Bearer token</h2>
+        <form onSubmit={withToken}>
+          <label>
+            Token
+            <input
+              name="token"
+              type="password"
+              class="mono"
+              value={token}
+              onInput={(e) => setToken(e.currentTarget.value)}
+              autoComplete="off"
+            />
+          </label>
+          <button type="submit" disabled={busy || token.trim() === ""}>
+            Sign in with token
+          </button>
+        </form>
+      </section>
+    </main>
+  );
+}

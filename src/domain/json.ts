@@ -1,0 +1,35 @@
+import { checksumAddress } from "./address.js";
+import type { Batch } from "./batch.js";
+import { formatPoints } from "./points.js";
+
+/**
+ * Domain objects → the JSON shapes of docs/api.md, shared by HTTP answers and stored events (an
+ * event's `data.batch` is exactly what GET …/batches/{id} shows, without transfers).
+ */
+
+export function isoTime(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function isoOrNull(ms: number | null): string | null {
+  return ms === null ? null : isoTime(ms);
+}
+
+export type BatchJson = ReturnType<typeof batchJson>;
+
+export function batchJson(batch: Batch) {
+  return {
+    id: batch.batchId,
+    contractAddress: checksumAddress(batch.contract),
+    pointType: batch.pointType,
+    status: batch.status,
+    points: formatPoints(batch.total),
+    transferCount: batch.transferCount,
+    secondsToFinalize: batch.secondsToFinalize,
+    createdAt: isoTime(batch.createdAtMs),
+    finalizeAt: isoTime(batch.finalizeAtMs),
+    updatedAt: isoOrNull(batch.updatedAtMs),
+    finalizedAt: isoOrNull(batch.finalizedAtMs),
+    cancelledAt: isoOrNull(batch.cancelledAtMs),
+  };
+}

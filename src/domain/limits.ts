@@ -1,0 +1,59 @@
+/**
+ * Limits of the service that are not settings: each named once, here (put a limit on
+ * everything). Settings with their own bounds live in src/config.ts.
+ */
+
+/** Entries of `details` in a VALIDATION_FAILED answer; past it, one `(more)` entry says how many more were found. */
+export const MAX_VALIDATION_DETAILS = 100;
+
+/**
+ * Unsolved challenges one (contract, operator) pair may hold; asking for another drops the
+ * oldest. Bounds the challenge table however many clients ask, without locking the real
+ * operator out (a cap that refused new challenges would let anyone do that).
+ */
+export const MAX_UNSOLVED_CHALLENGES_PER_OPERATOR = 16;
+
+/** Failed authentications (unknown token, wrong admin token) one client address may make per minute before 429. */
+export const MAX_FAILED_AUTHENTICATIONS_PER_MINUTE = 30;
+
+/** Path parameters longer than this are still routed (and then rejected as 400, not 404). */
+export const MAX_PARAM_LENGTH = 512;
+
+/** Characters of a request URL written to the log. */
+export const LOGGED_URL_MAX_LENGTH = 200;
+
+/** Webhook endpoints one contract may have (docs/api.md Webhooks); the next creation is 400. */
+export const MAX_WEBHOOK_ENDPOINTS = 10;
+
+/** FAILED deliveries one recover call queues again; a larger backlog takes another call (it answers how many). */
+export const MAX_RECOVERED_DELIVERIES = 100_000;
+
+/** `limit` of the cursor-paged listings (batches, events, transfers): 1 to this, 100 when absent. */
+export const PAGE_LIMIT_MAX = 1000;
+export const PAGE_LIMIT_DEFAULT = 100;
+
+/**
+ * Transfers a page of GET …/transfers (or a read of transfers.csv) examines at most when it has a
+ * filter (toAddress, pointType, status); a page that reaches it returns the matches found so far,
+ * possibly none, and a cursor where it stopped. There is no index on to_address (it would slow
+ * every insert), so without this bound a rare recipient walks the whole contract: 240-380 ms for
+ * 2,000,000 transfers on SQLite, which is synchronous, so every request of the process waits.
+ * Measured (a script timing store.listTransfers, 2,000,000 transfers, a recipient in none,
+ * this 2-core machine while other tests ran): SQLite, batches of 2,000: a page ≈ 10 ms at 20,000
+ * (12 at 25,000, 30 at 50,000, 53 at 100,000); batches of one transfer, the costliest layout (a
+ * batch row and a key lookup per transfer): 19 ms at 10,000, 40 at 20,000. PostgreSQL, off the
+ * event loop: 40-90 ms and 110-180 ms at 20,000. A page that fills before the bound stops there
+ * (≈ 1 ms). Walking 2,000,000 transfers thus takes 100 pages. pointType and status filter on the
+ * batch but walk the same way (a rare status over 2,000,000 one-transfer batches: 1.1-1.4 s), so
+ * the bound covers every filter.
+ */
+export const MAX_TRANSFERS_SCANNED_PER_PAGE = 20_000;
+
+/** Characters of a listing cursor the service accepts (its own are far shorter). */
+export const CURSOR_MAX_LENGTH = 128;
+
+/** Transfers a batch may hold at most, whatever MAX_TRANSFERS_PER_BATCH says (the setting's bound). */
+export const MAX_TRANSFERS_PER_BATCH_LIMIT = 10_000;
+
+/** Longest finalize delay a setting may configure: one year. */
+export const MAX_FINALIZE_SECONDS_LIMIT = 365 * 24 * 3600;

@@ -1,0 +1,152 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import secureJson from "secure-json-parse";
+import type { Config } from "../config.js";
+import type { AddressKey } from "../domain/address.js";
+import type { NewBatch } from "../domain/batch.js";
+import { ApiError, validationFailed, type FieldError } from "../domain/errors.js";
+import { toNewBatch, type BatchBody, type BatchRules } from "../domain/validate.js";
+import { batchBodySchema } from "./schemas.js";
+import { boundedBodyValidator, fieldErrorsOf, type SchemaNode, type Validate } from "./validation.js";
+
+/**
+ * The intake of a submitted batch body — JSON parse, schema, ledger rules (checksums, exact
+ * points) — as one pure step, so it can run beside the writer: the main thread receives the
+ * bytes and stores the batch, worker threads turn bytes into a NewBatch (issue 12: the accept
+ * path used one core while the other idled). The answers are the same as inline, to the message.
+ */
+
+export interface IntakeRequest {
+  /** The raw body; undefined when the request had none. */
+  body: Uint8Array | undefined;
+  contract: AddressKey;
+  batchId: string;
+  nowMs: number;
+}
+
+export type IntakeAnswer = { ok: true; batch: NewBatch } | { ok: false; message: string; details: FieldError[] };
+
+const WORKER_URL = new URL("./batch-intake-worker.js", import.meta.url);
+/** A worker that exits sooner than this after its start is not replaced (it would only die again). */
+const RESPAWN_MIN_LIFETIME_MS = 1000;
+
+/** Fastify's own texts for these cases, kept so answers do not change with where the intake runs. */
+const EMPTY_BODY = "the JSON body is empty";
+const INVALID_JSON = "Body is not valid JSON but content-type is set to 'application/json'";
+
+export interface Intake {
+  validate: Validate;
+  rules: BatchRules;
+}
+
+export function createIntake(config: Config): Intake {
+  return { validate: boundedBodyValidator(batchBodySchema(config) as SchemaNode), rules: config };
+}
+
+function refused(error: ApiError): IntakeAnswer {
+  return { ok: false, message: error.message, details: (error.details as FieldError[] | undefined) ?? [] };
+}
+
+/** Bytes → NewBatch, or the VALIDATION_FAILED answer naming every offending field. */
+export function intakeBatch(intake: Intake, request: IntakeRequest): IntakeAnswer {
+  let data: unknown;
+  if (request.body !== undefined) {
+    if (request.body.length === 0) return refused(validationFailed([{ path: "(body)", message: EMPTY_BODY }]));
+    try {
+      // Prototype poisoning is refused, as Fastify's own JSON parser is configured to.
+      data = secureJson.parse(
+        Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength).toString("utf8"),
+        undefined,
+        {
+          protoAction: "error",
+          constructorAction: "error",
+        },
+      );
+    } catch {
+      return refused(validationFailed([{ path: "(body)", message: INVALID_JSON }], "malformed request"));
+    }
+  }
+  const schemaErrors = intake.validate(data) ? [] : fieldErrorsOf(intake.validate.errors ?? []);
+  try {
+    return { ok: true, batch: toNewBatch(request.contract, request.batchId, data as BatchBody, intake.rules, request.nowMs, schemaErrors) };
+  } catch (error) {
+    if (error instanceof ApiError) return refused(error);
+    throw error;
+  }
+}
+
+interface Pending {
+  resolve(answer: IntakeAnswer): void;
+  reject(error: Error): void;
+}
+
+/**
+ * Runs intakeBatch in `threads` worker threads (inline when 0). Each request goes to the worker
+ * with the fewest in flight; the body's bytes are moved, not copied, when they own their buffer.
+ * A worker that dies fails what it held (500, never a wrong answer) and is replaced.
+ */
+export class IntakePool {
+  private inline: Intake | null;
+  private readonly workers: { worker: Worker; pending: Map<number, Pending> }[] = [];
+  private nextId = 0;
+  private closed = false;
+
+  constructor(
+    private readonly config: Config,
+    threads: number,
+  ) {
+    // The worker is compiled JavaScript (dist/); run from the TypeScript sources (tests), the
+    // intake runs inline — the same function, so the same answers.
+    const usable = threads > 0 && existsSync(fileURLToPath(WORKER_URL));
+    this.inline = usable ? null : createIntake(config);
+    if (usable) for (let i = 0; i < threads; i++) this.workers.push(this.spawn());
+  }
+
+  async run(request: IntakeRequest): Promise<IntakeAnswer> {
+    if (this.inline) return intakeBatch(this.inline, request);
+    if (this.workers.length === 0) this.inline = createIntake(this.config);
+    if (this.inline) return intakeBatch(this.inline, request);
+    let slot = this.workers[0]!;
+    for (const candidate of this.workers) if (candidate.pending.size < slot.pending.size) slot = candidate;
+    const id = this.nextId++;
+    const body = request.body && ownsBuffer(request.body) ? request.body : request.body && Uint8Array.from(request.body);
+    return new Promise<IntakeAnswer>((resolve, reject) => {
+      slot.pending.set(id, { resolve, reject });
+      slot.worker.postMessage({ id, request: { ...request, body } }, body ? [body.buffer as ArrayBuffer] : []);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.workers.map(({ worker }) => worker.terminate()));
+  }
+
+  private spawn(): { worker: Worker; pending: Map<number, Pending> } {
+    const worker = new Worker(WORKER_URL, { workerData: { config: this.config } });
+    const startedMs = Date.now();
+    const slot = { worker, pending: new Map<number, Pending>() };
+    worker.on("message", ({ id, answer }: { id: number; answer: IntakeAnswer }) => {
+      slot.pending.get(id)?.resolve(answer);
+      slot.pending.delete(id);
+    });
+    const fail = (error: Error) => {
+      for (const pending of slot.pending.values()) pending.reject(error);
+      slot.pending.clear();
+      const index = this.workers.indexOf(slot);
+      if (this.closed || index === -1) return;
+      // A worker that dies at once would die again: run inline from then on instead of looping.
+      if (Date.now() - startedMs < RESPAWN_MIN_LIFETIME_MS) this.workers.splice(index, 1);
+      else this.workers[index] = this.spawn();
+    };
+    worker.on("error", fail);
+    worker.on("exit", (code) => fail(new Error(`batch intake worker exited with code ${code}`)));
+    worker.unref();
+    return slot;
+  }
+}
+
+/** A Uint8Array that is its whole ArrayBuffer can be transferred without taking others' bytes with it. */
+function ownsBuffer(bytes: Uint8Array): boolean {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+}

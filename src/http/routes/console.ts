@@ -1,0 +1,75 @@
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import fastifyStatic from "@fastify/static";
+import { notFound } from "../../domain/errors.js";
+
+/**
+ * GET /console: the operator console (src/console), built by `npm run build` into dist/console
+ * and served as static files. The page talks to this same origin only, so its
+ * Content-Security-Policy allows nothing else: no other host can be loaded, framed or posted to.
+ */
+
+/** dist/console, seen from this module built (dist/src/http/routes) or run from source (src/http/routes). */
+const BUILD_CANDIDATES = ["../../../console/", "../../../dist/console/"];
+
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** Hashed asset names change with their content: they may be cached for good. The page itself never is. */
+const ASSET_MAX_AGE_SECONDS = 365 * 24 * 3600;
+
+export function consoleBuildDir(): string | null {
+  for (const candidate of BUILD_CANDIDATES) {
+    const dir = fileURLToPath(new URL(candidate, import.meta.url));
+    if (existsSync(`${dir}index.html`)) return dir;
+  }
+  return null;
+}
+
+function secureHeaders(reply: FastifyReply): FastifyReply {
+  return reply
+    .header("content-security-policy", CONTENT_SECURITY_POLICY)
+    .header("x-content-type-options", "nosniff")
+    .header("referrer-policy", "no-referrer")
+    .header("x-frame-options", "DENY");
+}
+
+export async function consoleRoutes(app: FastifyInstance): Promise<void> {
+  const root = consoleBuildDir();
+  const page = root === null ? null : readFileSync(`${root}index.html`, "utf8");
+  const sendPage = async (_request: unknown, reply: FastifyReply) => {
+    if (page === null) throw notFound("the console is not built: run `npm run build`");
+    return secureHeaders(reply).header("cache-control", "no-cache").type("text/html; charset=utf-8").send(page);
+  };
+  app.get("/console", { schema: { hide: true } }, async (_request, reply) => reply.redirect("/console/", 301));
+  app.get("/console/", { schema: { hide: true } }, sendPage);
+  if (root !== null) {
+    await app.register(fastifyStatic, {
+      root: `${root}assets`,
+      prefix: "/console/assets/",
+      wildcard: false,
+      index: false,
+      decorateReply: false,
+      maxAge: ASSET_MAX_AGE_SECONDS * 1000,
+      immutable: true,
+      setHeaders: (response) => {
+        response.header("content-security-policy", CONTENT_SECURITY_POLICY);
+        response.header("x-content-type-options", "nosniff");
+      },
+    });
+  }
+  // Client-side routes live in the fragment; any other path under /console is the page too.
+  app.get("/console/*", { schema: { hide: true } }, async (request, reply) => {
+    if (request.url.startsWith("/console/assets/")) throw notFound(`no console asset ${request.url.split("?")[0]}`);
+    return sendPage(request, reply);
+  });
+}

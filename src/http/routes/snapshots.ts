@@ -1,0 +1,100 @@
+import { Readable } from "node:stream";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
+import { SNAPSHOT_DECIMALS_DEFAULT, snapshotJson } from "../../domain/snapshot.js";
+import { requireAddress } from "../../domain/validate.js";
+import { snapshotProof, takeSnapshot, treeDumpText } from "../../snapshots/snapshots.js";
+import { authenticateAdmin, type AuthLimits } from "../auth.js";
+import type { AppContext } from "../context.js";
+import { ExportResponses, SnapshotParams, SnapshotProofParams, responses, snapshotBodySchema } from "../schemas.js";
+import { addressBalancesRoute } from "./transfers.js";
+
+/**
+ * Snapshots (docs/api.md, Snapshots): taken by the admin; read (the snapshot, a proof, the tree dump)
+ * with the admin token, or by anyone when PUBLIC_READS=true (a claim page fetches proofs).
+ */
+
+const tags = ["snapshots"];
+const security = [{ bearer: [] }];
+
+/** Admin scope: PUT /v1/admin/snapshots/{snapshotId}. */
+export function snapshotAdminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.put(
+    "/snapshots/:snapshotId",
+    {
+      schema: {
+        tags,
+        security,
+        params: SnapshotParams,
+        body: snapshotBodySchema(ctx.config),
+        response: responses(ExportResponses.snapshot, 400, 403, "SNAPSHOT_ID_EXISTS", 503),
+      },
+    },
+    async (request) => {
+      const { snapshotId } = request.params;
+      const { pointType, measure = "available", decimals = SNAPSHOT_DECIMALS_DEFAULT } = request.body;
+      const result = await takeSnapshot(ctx.store, { id: snapshotId, pointType, measure, decimals }, () => ctx.clock.now());
+      if (result.kind === "exists") {
+        throw new ApiError("SNAPSHOT_ID_EXISTS", `snapshot ${snapshotId} already exists`, {
+          snapshotId,
+          matchesRequest: result.matchesRequest,
+        });
+      }
+      if (result.kind === "empty") {
+        throw validationFailed([
+          { path: "pointType", message: `no address holds a positive ${measure} of ${pointType}: a Merkle tree needs at least one leaf` },
+        ]);
+      }
+      return { success: true as const, snapshot: snapshotJson(result.snapshot) };
+    },
+  );
+}
+
+/**
+ * The read scope under /v1: address balances and snapshot reads. Without PUBLIC_READS it answers
+ * like the admin routes (403 without the admin token); with it, no token is needed.
+ */
+export function publicReadRoutes(scope: FastifyInstance, ctx: AppContext, limits: AuthLimits): void {
+  const admin = authenticateAdmin(ctx, limits);
+  scope.addHook("onRequest", async function (this: FastifyInstance, request: FastifyRequest, reply) {
+    if (!ctx.config.publicReads) await admin.call(this, request, reply);
+  });
+  addressBalancesRoute(scope, ctx);
+  snapshotReadRoutes(scope, ctx);
+}
+
+function snapshotReadRoutes(fastify: FastifyInstance, ctx: AppContext): void {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const readable = async (snapshotId: string) => {
+    const snapshot = await ctx.store.getSnapshot(snapshotId);
+    if (!snapshot) throw notFound(`no snapshot ${snapshotId}`);
+    return snapshot;
+  };
+  app.get(
+    "/snapshots/:snapshotId",
+    { schema: { tags, security, params: SnapshotParams, response: responses(ExportResponses.snapshot, 400, 403, 404) } },
+    async (request) => ({ success: true as const, snapshot: snapshotJson(await readable(request.params.snapshotId)) }),
+  );
+  app.get(
+    "/snapshots/:snapshotId/proofs/:address",
+    { schema: { tags, security, params: SnapshotProofParams, response: responses(ExportResponses.proof, 400, 403, 404) } },
+    async (request) => {
+      const address = requireAddress(request.params.address, "address");
+      const snapshot = await readable(request.params.snapshotId);
+      const proof = await snapshotProof(ctx.store, snapshot, address);
+      if (proof === null) throw notFound(`${request.params.address} is not in snapshot ${snapshot.id}`);
+      return { success: true as const, ...proof };
+    },
+  );
+  app.get(
+    "/snapshots/:snapshotId/tree",
+    { schema: { tags, security, params: SnapshotParams, response: responses(ExportResponses.tree, 400, 403, 404) } },
+    async (request, reply) => {
+      const snapshot = await readable(request.params.snapshotId);
+      const body = Readable.from(treeDumpText(ctx.store, snapshot.id), { objectMode: false, highWaterMark: 64 * 1024 });
+      return reply.type("application/json; charset=utf-8").send(body);
+    },
+  );
+}

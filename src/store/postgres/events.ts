@@ -1,0 +1,158 @@
+import type { AddressKey } from "../../domain/address.js";
+import { validationFailed } from "../../domain/errors.js";
+import type { EventType, LedgerEvent } from "../../domain/events.js";
+import type { EventPage, EventQuery, StoredEvent } from "../store.js";
+import { noteAppendedEvents, toNumber, type PgClient, type Queryable } from "./db.js";
+import { fanOutDeliveries } from "./webhooks.js";
+
+/**
+ * The event log on PostgreSQL. Several processes append at once and a sequence number is taken
+ * before its transaction commits, so seq order is not commit order: a reader at seq 7 could miss
+ * a seq 6 that commits a moment later. Each event therefore records its transaction (xid8), and
+ * a reader takes only events of transactions older than every transaction still running
+ * (pg_snapshot_xmin of its snapshot): no such transaction can ever commit another event. Pages go
+ * in (tx, seq) order, which only ever grows at its end, so paging with a position returns every
+ * event exactly once. The price: a reader sees an event once every transaction that started
+ * before its own has ended (statement timeouts bound that).
+ *
+ * A position is "<tx>.<seq>" ("0.0": before every event).
+ */
+
+const POSITION = /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,18})$/;
+const BEGINNING = "0.0";
+
+/**
+ * Appends `events` inside the caller's transaction (the transition's own), in one statement, and
+ * queues a webhook delivery for each endpoint enabled and subscribed at this moment (webhooks.ts).
+ */
+export async function appendEvents(db: PgClient, events: readonly LedgerEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await db.query({
+    name: "pl-append-events",
+    text: `INSERT INTO events (event_id, type, stream, occurred_at_ms, data)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::jsonb[])`,
+    values: [
+      events.map((event) => event.id),
+      events.map((event) => event.type),
+      events.map((event) => event.stream),
+      events.map((event) => event.occurredAtMs),
+      events.map((event) => JSON.stringify(event.data)),
+    ],
+  });
+  await fanOutDeliveries(db, events, events[0]!.occurredAtMs);
+  noteAppendedEvents(db, events);
+}
+
+interface EventRow {
+  tx: string;
+  seq: string;
+  event_id: string;
+  type: string;
+  stream: string | null;
+  occurred_at_ms: string;
+  data: LedgerEvent["data"];
+}
+
+function toStoredEvent(row: EventRow): StoredEvent {
+  return {
+    position: `${row.tx}.${row.seq}`,
+    event: {
+      id: row.event_id,
+      type: row.type as EventType,
+      stream: row.stream as AddressKey | null,
+      occurredAtMs: toNumber(row.occurred_at_ms),
+      data: row.data,
+    },
+  };
+}
+
+function parsePosition(after: string | null): [string, string] {
+  const match = POSITION.exec(after ?? BEGINNING);
+  if (!match) throw validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
+  return [match[1]!, match[2]!];
+}
+
+async function purgedThrough(db: Queryable): Promise<[string, string]> {
+  const { rows } = await db.query<{ tx: string; seq: string }>({
+    name: "pl-event-retention",
+    text: "SELECT purged_through_tx::text AS tx, purged_through_seq AS seq FROM event_retention WHERE id = 1",
+  });
+  return rows[0] ? [rows[0].tx, rows[0].seq] : ["0", "0"];
+}
+
+function before(a: [string, string], b: [string, string]): boolean {
+  const [txA, seqA] = a.map(BigInt) as [bigint, bigint];
+  const [txB, seqB] = b.map(BigInt) as [bigint, bigint];
+  return txA < txB || (txA === txB && seqA < seqB);
+}
+
+/** One page after `query.after` in (tx, seq) order, of finished transactions only; one more row than asked tells whether more are there. */
+export async function listEvents(db: Queryable, query: EventQuery): Promise<EventPage> {
+  const after = parsePosition(query.after);
+  const purged = await purgedThrough(db);
+  if (query.after !== null && before(after, purged)) return { kind: "expired" };
+  const start = before(after, purged) ? purged : after;
+  // One statement, so one snapshot: the page, and the newest visible position of all (one row
+  // even when the page is empty). A page that is not full read everything there is, so the next
+  // call may start at that newest position: a reader of a quiet stream (or of a filter) moves on,
+  // and its cursor never falls behind the retained events. Anything that becomes visible later
+  // has a transaction at or past this snapshot's xmin, so it sorts after that position.
+  const { rows } = await db.query<Partial<EventRow> & { newest: string | null }>({
+    name: "pl-list-events",
+    text: `WITH visible AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+           page AS (
+             SELECT tx, seq, event_id, type, stream, occurred_at_ms, data FROM events, visible
+             WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < visible.xmin
+               AND ($3::text IS NULL OR stream = $3) AND ($4::text[] IS NULL OR type = ANY($4))
+             ORDER BY tx, seq LIMIT $5),
+           newest AS (
+             SELECT tx::text || '.' || seq AS position FROM events, visible
+             WHERE tx < visible.xmin ORDER BY tx DESC, seq DESC LIMIT 1)
+           SELECT page.tx::text AS tx, page.seq, page.event_id, page.type, page.stream, page.occurred_at_ms, page.data,
+                  (SELECT position FROM newest) AS newest
+           FROM (SELECT 1) AS one LEFT JOIN page ON true
+           ORDER BY page.tx, page.seq`,
+    values: [start[0], start[1], query.stream, query.types, query.limit + 1],
+  });
+  const found = rows.filter((row) => row.event_id !== null && row.event_id !== undefined) as EventRow[];
+  const hasMore = found.length > query.limit;
+  const events = (hasMore ? found.slice(0, query.limit) : found).map(toStoredEvent);
+  let position = events.at(-1)?.position ?? query.after ?? `${purged[0]}.${purged[1]}`;
+  const newest = rows[0]?.newest ?? null;
+  if (!hasMore && newest !== null && before(parsePosition(position), parsePosition(newest))) position = newest;
+  return { kind: "page", events, position, hasMore };
+}
+
+/**
+ * Deletes up to `limit` of the oldest events (in reading order), stopping at the first that
+ * occurred at or after `beforeMs`, and records how far it went, in one transaction: a cursor
+ * before that is expired, never silently short.
+ */
+export async function purgeEvents(db: Queryable, beforeMs: number, limit: number): Promise<number> {
+  const purged = await purgedThrough(db);
+  const { rows } = await db.query<{ tx: string; seq: string; occurred_at_ms: string }>({
+    name: "pl-oldest-events",
+    text: `SELECT tx::text AS tx, seq, occurred_at_ms FROM events
+           WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+           ORDER BY tx, seq LIMIT $3`,
+    values: [purged[0], purged[1], limit],
+  });
+  let last: EventRow | undefined;
+  for (const row of rows) {
+    if (toNumber(row.occurred_at_ms) >= beforeMs) break;
+    last = row as EventRow;
+  }
+  if (!last) return 0;
+  const { rowCount } = await db.query({
+    name: "pl-purge-events",
+    text: "DELETE FROM events WHERE (tx, seq) <= ($1::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())",
+    values: [last.tx, last.seq],
+  });
+  await db.query({
+    name: "pl-record-retention",
+    text: `INSERT INTO event_retention (id, purged_through_tx, purged_through_seq) VALUES (1, $1::xid8, $2)
+           ON CONFLICT (id) DO UPDATE SET purged_through_tx = excluded.purged_through_tx, purged_through_seq = excluded.purged_through_seq`,
+    values: [last.tx, last.seq],
+  });
+  return rowCount ?? 0;
+}

@@ -1,0 +1,281 @@
+import type { AddressKey } from "../../domain/address.js";
+import type { PointType } from "../../domain/batch.js";
+import { assertInvariant } from "../../domain/errors.js";
+import type { Snapshot, SnapshotMeasure } from "../../domain/snapshot.js";
+import {
+  SnapshotBuildAbandonedError,
+  type SnapshotCreateResult,
+  type SnapshotHoldings,
+  type SnapshotLeafChunk,
+  type SnapshotPublication,
+  type SnapshotsStore,
+} from "../store.js";
+import { AVAILABLE_SQL } from "./accounts.js";
+import { toNumber, toUnits, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
+import { appendEvents } from "./events.js";
+
+/** Account rows per query of the consistent read (each well under the statement timeout). */
+const HOLDINGS_PER_PAGE = 20_000;
+
+const MEASURE_SQL: Record<SnapshotMeasure, string> = { available: AVAILABLE_SQL, receivedCumulative: "a.received_units" };
+
+/**
+ * One consistent read of every positive balance of the point type: one REPEATABLE READ, READ ONLY
+ * transaction, so every page sees the same snapshot of the database. A batch finalizes in one
+ * transaction (accounts.ts settleBatch), so it is in the read wholly or not at all, however many
+ * finalize while the pages are read. It takes no row lock: submissions and finalization go on.
+ */
+export async function readSnapshotHoldings(pool: PgPool, pointType: PointType, measure: SnapshotMeasure): Promise<SnapshotHoldings> {
+  return transaction(
+    pool,
+    async (client) => {
+      const holdings: SnapshotHoldings = { addresses: [], units: [] };
+      for (let after: string | null = ""; after !== null;) after = await readPage(client, pointType, measure, after, holdings);
+      return holdings;
+    },
+    { isolation: "REPEATABLE READ", readOnly: true },
+  );
+}
+
+/** Appends one page's positive amounts; returns the last address read, or null after the last page. */
+async function readPage(
+  db: Queryable,
+  pointType: PointType,
+  measure: SnapshotMeasure,
+  after: string,
+  holdings: SnapshotHoldings,
+): Promise<string | null> {
+  const { rows } = await db.query<{ address: string; amount: string }>({
+    name: `pl-snapshot-holdings-${measure}`,
+    text: `SELECT a.address, ${MEASURE_SQL[measure]} AS amount FROM accounts a
+           WHERE a.address > $1 AND a.point_type = $2 ORDER BY a.address LIMIT $3`,
+    values: [after, pointType, HOLDINGS_PER_PAGE],
+  });
+  for (const row of rows) {
+    const units = toUnits(row.amount);
+    if (units === 0n) continue;
+    holdings.addresses.push(row.address as AddressKey);
+    holdings.units.push(units);
+  }
+  return rows.length === HOLDINGS_PER_PAGE ? rows.at(-1)!.address : null;
+}
+
+/**
+ * Builds (docs/payouts.md, snapshot_builds in migrations/index.ts): the builder
+ * (src/snapshots/snapshots.ts) registers one, writes its chunks a few per transaction, then
+ * publishes. Until the publishing transaction commits the chunks belong to no snapshot and nothing
+ * reads them; every write records the build's last sign of life, so the purge can tell a build in
+ * progress (in this process or another one) from one whose process died. A chunk write (one
+ * statement), the publication and the purge's marking all lock the build's row: a build is either
+ * given up before its next write (which then fails) or alive again after it (and not given up).
+ */
+export async function beginSnapshotBuild(db: Queryable, buildId: string, snapshotId: string, nowMs: number): Promise<void> {
+  await db.query("INSERT INTO snapshot_builds (build_id, snapshot_id, last_write_at_ms) VALUES ($1, $2, $3)", [buildId, snapshotId, nowMs]);
+}
+
+/**
+ * Records a write of a live build ($1, at $2) in the statement that inserts its chunks: one
+ * statement, so one short transaction. A build the purge gave up on (or forgot) has no `live` row,
+ * so nothing is inserted and the write fails.
+ */
+const LIVE_BUILD_TOUCHED = `live AS (
+  UPDATE snapshot_builds SET last_write_at_ms = $2 WHERE build_id = $1 AND NOT abandoned RETURNING build_id)`;
+
+export async function writeSnapshotLeafChunks(
+  db: Queryable,
+  buildId: string,
+  firstChunkNo: number,
+  chunks: readonly SnapshotLeafChunk[],
+  nowMs: number,
+): Promise<void> {
+  const { rowCount } = await db.query(
+    `WITH ${LIVE_BUILD_TOUCHED}
+     INSERT INTO snapshot_leaf_chunks (build_id, chunk_no, first_address, data)
+     SELECT live.build_id, $5::int + ord - 1, first_address, data
+     FROM live, unnest($3::text[], $4::text[]) WITH ORDINALITY AS c(first_address, data, ord)`,
+    [buildId, nowMs, chunks.map((chunk) => chunk.firstAddress), chunks.map((chunk) => chunk.text), firstChunkNo],
+  );
+  if (rowCount !== chunks.length) throw new SnapshotBuildAbandonedError(buildId);
+}
+
+export async function writeSnapshotNodeChunks(
+  db: Queryable,
+  buildId: string,
+  firstChunkNo: number,
+  chunks: readonly Buffer[],
+  nowMs: number,
+): Promise<void> {
+  const { rowCount } = await db.query(
+    `WITH ${LIVE_BUILD_TOUCHED}
+     INSERT INTO snapshot_node_chunks (build_id, chunk_no, data)
+     SELECT live.build_id, $4::int + ord - 1, data FROM live, unnest($3::bytea[]) WITH ORDINALITY AS c(data, ord)`,
+    [buildId, nowMs, chunks, firstChunkNo],
+  );
+  if (rowCount !== chunks.length) throw new SnapshotBuildAbandonedError(buildId);
+}
+
+/** The snapshot row and its event, and the build forgotten; a build that lost the race for its id is abandoned instead. */
+export async function publishSnapshot(client: PgClient, { snapshot, buildId, event }: SnapshotPublication): Promise<SnapshotCreateResult> {
+  const { rowCount: live } = await client.query("SELECT 1 FROM snapshot_builds WHERE build_id = $1 AND NOT abandoned FOR UPDATE", [
+    buildId,
+  ]);
+  if (live === 0) throw new SnapshotBuildAbandonedError(buildId);
+  const { rowCount } = await client.query(
+    `INSERT INTO snapshots (id, build_id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+    [
+      snapshot.id,
+      buildId,
+      snapshot.pointType,
+      snapshot.measure,
+      snapshot.decimals,
+      snapshot.takenAtMs,
+      snapshot.root,
+      snapshot.leafCount,
+      snapshot.totalUnits.toString(),
+    ],
+  );
+  if (rowCount === 0) {
+    // Snapshots are never deleted: the row that conflicted is there.
+    const existing = await getSnapshot(client, snapshot.id);
+    assertInvariant(existing !== null, `snapshot ${snapshot.id} conflicted but cannot be read`);
+    await abandonSnapshotBuild(client, buildId);
+    return { kind: "exists", snapshot: existing };
+  }
+  await client.query("DELETE FROM snapshot_builds WHERE build_id = $1", [buildId]);
+  await appendEvents(client, [event]);
+  return { kind: "created" };
+}
+
+export async function abandonSnapshotBuild(db: Queryable, buildId: string): Promise<void> {
+  await db.query("UPDATE snapshot_builds SET abandoned = true WHERE build_id = $1", [buildId]);
+}
+
+/**
+ * One step of the cleanup (store.ts purgeSnapshotBuilds): gives up on builds silent since before
+ * staleBeforeMs (never one a snapshot row names: a build registered by the migration may have
+ * been published by an older version), deletes up to `limit` of their chunks, leaves first, and
+ * forgets the builds left with none. Chunks another instance's purge is deleting are skipped.
+ */
+export async function purgeSnapshotBuilds(client: PgClient, staleBeforeMs: number, limit: number): Promise<number> {
+  await client.query(
+    `UPDATE snapshot_builds SET abandoned = true
+     WHERE NOT abandoned AND last_write_at_ms < $1 AND build_id NOT IN (SELECT build_id FROM snapshots)`,
+    [staleBeforeMs],
+  );
+  const { rowCount: leaves } = await client.query(
+    `DELETE FROM snapshot_leaf_chunks WHERE (build_id, chunk_no) IN (
+       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN snapshot_leaf_chunks c ON c.build_id = b.build_id WHERE b.abandoned
+       LIMIT $1 FOR UPDATE OF c SKIP LOCKED)`,
+    [limit],
+  );
+  const { rowCount: nodes } = await client.query(
+    `DELETE FROM snapshot_node_chunks WHERE (build_id, chunk_no) IN (
+       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN snapshot_node_chunks c ON c.build_id = b.build_id WHERE b.abandoned
+       LIMIT $1 FOR UPDATE OF c SKIP LOCKED)`,
+    [limit - (leaves ?? 0)],
+  );
+  await client.query(
+    `DELETE FROM snapshot_builds b WHERE b.build_id IN (SELECT build_id FROM snapshots) OR (b.abandoned
+       AND NOT EXISTS (SELECT 1 FROM snapshot_leaf_chunks c WHERE c.build_id = b.build_id)
+       AND NOT EXISTS (SELECT 1 FROM snapshot_node_chunks c WHERE c.build_id = b.build_id))`,
+  );
+  return (leaves ?? 0) + (nodes ?? 0);
+}
+
+interface SnapshotRow {
+  id: string;
+  point_type: string;
+  measure: string;
+  decimals: number;
+  taken_at_ms: string;
+  root: string;
+  leaf_count: number;
+  total_units: string;
+}
+
+export async function getSnapshot(db: Queryable, snapshotId: string): Promise<Snapshot | null> {
+  const { rows } = await db.query<SnapshotRow>({
+    name: "pl-get-snapshot",
+    text: "SELECT id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units FROM snapshots WHERE id = $1",
+    values: [snapshotId],
+  });
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    id: row.id,
+    pointType: row.point_type,
+    measure: row.measure as SnapshotMeasure,
+    decimals: row.decimals,
+    takenAtMs: toNumber(row.taken_at_ms),
+    root: row.root,
+    leafCount: row.leaf_count,
+    totalUnits: toUnits(row.total_units),
+  };
+}
+
+/** The last chunk whose first address is ≤ `address`: the only one that can hold it. */
+export async function findSnapshotLeafChunk(db: Queryable, snapshotId: string, address: AddressKey): Promise<string | null> {
+  const { rows } = await db.query<{ data: string }>({
+    name: "pl-snapshot-leaf-chunk",
+    text: `SELECT c.data FROM snapshots s JOIN snapshot_leaf_chunks c ON c.build_id = s.build_id
+           WHERE s.id = $1 AND c.first_address <= $2 ORDER BY c.first_address DESC LIMIT 1`,
+    values: [snapshotId, address],
+  });
+  return rows[0]?.data ?? null;
+}
+
+export async function getSnapshotNodeChunks(
+  db: Queryable,
+  snapshotId: string,
+  chunkNumbers: readonly number[],
+): Promise<Map<number, Buffer>> {
+  const { rows } = await db.query<{ chunk_no: number; data: Buffer }>({
+    name: "pl-snapshot-node-chunks",
+    text: `SELECT c.chunk_no, c.data FROM snapshots s JOIN snapshot_node_chunks c ON c.build_id = s.build_id
+           WHERE s.id = $1 AND c.chunk_no = ANY($2::int[])`,
+    values: [snapshotId, chunkNumbers],
+  });
+  return new Map(rows.map((row) => [row.chunk_no, row.data]));
+}
+
+export async function listSnapshotLeafChunks(db: Queryable, snapshotId: string, from: number, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ data: string }>({
+    name: "pl-snapshot-leaf-chunks",
+    text: `SELECT c.data FROM snapshots s JOIN snapshot_leaf_chunks c ON c.build_id = s.build_id
+           WHERE s.id = $1 AND c.chunk_no >= $2 ORDER BY c.chunk_no LIMIT $3`,
+    values: [snapshotId, from, limit],
+  });
+  return rows.map((row) => row.data);
+}
+
+export async function listSnapshotNodeChunks(db: Queryable, snapshotId: string, from: number, limit: number): Promise<Buffer[]> {
+  const { rows } = await db.query<{ data: Buffer }>({
+    name: "pl-snapshot-node-chunks-page",
+    text: `SELECT c.data FROM snapshots s JOIN snapshot_node_chunks c ON c.build_id = s.build_id
+           WHERE s.id = $1 AND c.chunk_no >= $2 ORDER BY c.chunk_no LIMIT $3`,
+    values: [snapshotId, from, limit],
+  });
+  return rows.map((row) => row.data);
+}
+
+/** The port's snapshot operations on `pool`, each through `run` (index.ts: the pool's guard). */
+export function snapshotOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>): SnapshotsStore {
+  const inTransaction = <T>(work: (client: PgClient) => Promise<T>) => run(() => transaction(pool, work));
+  return {
+    readSnapshotHoldings: (pointType, measure) => run(() => readSnapshotHoldings(pool, pointType, measure)),
+    beginSnapshotBuild: (buildId, snapshotId, nowMs) => run(() => beginSnapshotBuild(pool, buildId, snapshotId, nowMs)),
+    writeSnapshotLeafChunks: (buildId, firstChunkNo, chunks, nowMs) =>
+      run(() => writeSnapshotLeafChunks(pool, buildId, firstChunkNo, chunks, nowMs)),
+    writeSnapshotNodeChunks: (buildId, firstChunkNo, chunks, nowMs) =>
+      run(() => writeSnapshotNodeChunks(pool, buildId, firstChunkNo, chunks, nowMs)),
+    publishSnapshot: (publication) => inTransaction((client) => publishSnapshot(client, publication)),
+    abandonSnapshotBuild: (buildId) => run(() => abandonSnapshotBuild(pool, buildId)),
+    purgeSnapshotBuilds: (staleBeforeMs, limit) => inTransaction((client) => purgeSnapshotBuilds(client, staleBeforeMs, limit)),
+    getSnapshot: (snapshotId) => run(() => getSnapshot(pool, snapshotId)),
+    findSnapshotLeafChunk: (snapshotId, address) => run(() => findSnapshotLeafChunk(pool, snapshotId, address)),
+    getSnapshotNodeChunks: (snapshotId, chunkNumbers) => run(() => getSnapshotNodeChunks(pool, snapshotId, chunkNumbers)),
+    listSnapshotLeafChunks: (snapshotId, from, limit) => run(() => listSnapshotLeafChunks(pool, snapshotId, from, limit)),
+    listSnapshotNodeChunks: (snapshotId, from, limit) => run(() => listSnapshotNodeChunks(pool, snapshotId, from, limit)),
+  };
+}

@@ -1,0 +1,125 @@
+import type { AddressKey } from "../../domain/address.js";
+import { validationFailed } from "../../domain/errors.js";
+import type { EventType, LedgerEvent } from "../../domain/events.js";
+import type { EventPage, EventQuery, StoredEvent } from "../store.js";
+import { statement, toNumber, type SqliteDb } from "./db.js";
+import { fanOutDeliveries } from "./webhooks.js";
+
+/**
+ * The event log on SQLite. One process writes, and each transition's transaction appends its
+ * events before it commits, so seq order is commit order: a position is the seq of the last
+ * event a reader has seen ("0": none yet).
+ */
+
+const POSITION = /^(0|[1-9][0-9]{0,18})$/;
+
+/**
+ * Appends `events` inside the caller's transaction (the transition's own), and queues a webhook
+ * delivery for each endpoint enabled and subscribed at this moment (webhooks.ts).
+ */
+export function appendEvents(db: SqliteDb, events: readonly LedgerEvent[]): void {
+  if (events.length === 0) return;
+  const insert = statement(db, "INSERT INTO events (event_id, type, stream, occurred_at_ms, data) VALUES (?, ?, ?, ?, ?)");
+  for (const event of events) insert.run(event.id, event.type, event.stream, event.occurredAtMs, JSON.stringify(event.data));
+  fanOutDeliveries(db, events, events[0]!.occurredAtMs);
+  appended.set(db, [...(appended.get(db) ?? []), ...events]);
+}
+
+/**
+ * Events appended by the operation in progress. better-sqlite3 is synchronous, so one store
+ * operation runs alone: index.ts takes them when it has returned (committed) and drops them when
+ * it threw (rolled back). A finalization savepoint that fails rolls back before its batch appends.
+ */
+const appended = new WeakMap<SqliteDb, LedgerEvent[]>();
+
+export function takeAppendedEvents(db: SqliteDb): LedgerEvent[] {
+  const events = appended.get(db) ?? [];
+  appended.delete(db);
+  return events;
+}
+
+interface EventRow {
+  seq: bigint;
+  event_id: string;
+  type: string;
+  stream: string | null;
+  occurred_at_ms: bigint;
+  data: string;
+}
+
+function toStoredEvent(row: EventRow): StoredEvent {
+  return {
+    position: row.seq.toString(),
+    event: {
+      id: row.event_id,
+      type: row.type as EventType,
+      stream: row.stream as AddressKey | null,
+      occurredAtMs: toNumber(row.occurred_at_ms),
+      data: JSON.parse(row.data) as LedgerEvent["data"],
+    },
+  };
+}
+
+function parsePosition(after: string | null): bigint {
+  if (after === null) return 0n;
+  if (!POSITION.test(after)) throw validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
+  return BigInt(after);
+}
+
+function purgedThrough(db: SqliteDb): bigint {
+  const value = statement(db, "SELECT purged_through_seq FROM event_retention WHERE id = 1").pluck(true).get() as bigint | undefined;
+  return value ?? 0n;
+}
+
+/** One page after `query.after`, in seq order; one more row than asked tells whether more are there. */
+export function listEvents(db: SqliteDb, query: EventQuery): EventPage {
+  const after = parsePosition(query.after);
+  const purged = purgedThrough(db);
+  if (query.after !== null && after < purged) return { kind: "expired" };
+  const where = ["seq > ?"];
+  const params: (string | bigint | number)[] = [after > purged ? after : purged];
+  if (query.stream !== null) {
+    where.push("stream = ?");
+    params.push(query.stream);
+  }
+  if (query.types !== null) {
+    where.push(`type IN (${query.types.map(() => "?").join(", ")})`);
+    params.push(...query.types);
+  }
+  const rows = statement(db, `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY seq LIMIT ?`).all(
+    ...params,
+    query.limit + 1,
+  ) as EventRow[];
+  const hasMore = rows.length > query.limit;
+  const events = (hasMore ? rows.slice(0, query.limit) : rows).map(toStoredEvent);
+  // A page that is not full read everything there is: the next call may start after the newest
+  // event of all, so a reader of a quiet stream (or of a filter) moves on and its cursor never
+  // falls behind the retained events. The caller runs this in one read transaction.
+  const newest = hasMore ? null : (statement(db, "SELECT MAX(seq) FROM events").pluck(true).get() as bigint | null);
+  const position = newest !== null && newest > after ? newest.toString() : (events.at(-1)?.position ?? query.after ?? purged.toString());
+  return { kind: "page", events, position, hasMore };
+}
+
+/**
+ * Deletes up to `limit` of the oldest events, stopping at the first that occurred at or after
+ * `beforeMs` (so what is retained is always a whole suffix of the log), and remembers how far it
+ * went: a cursor before that is expired, never silently short.
+ */
+export function purgeEvents(db: SqliteDb, beforeMs: number, limit: number): number {
+  const oldest = statement(db, "SELECT seq, occurred_at_ms FROM events WHERE seq > ? ORDER BY seq LIMIT ?")
+    .raw(true)
+    .all(purgedThrough(db), limit) as [bigint, bigint][];
+  let last: bigint | null = null;
+  for (const [seq, occurredAtMs] of oldest) {
+    if (toNumber(occurredAtMs) >= beforeMs) break;
+    last = seq;
+  }
+  if (last === null) return 0;
+  const deleted = statement(db, "DELETE FROM events WHERE seq <= ?").run(last).changes;
+  statement(
+    db,
+    `INSERT INTO event_retention (id, purged_through_seq) VALUES (1, ?)
+     ON CONFLICT (id) DO UPDATE SET purged_through_seq = excluded.purged_through_seq`,
+  ).run(last);
+  return deleted;
+}

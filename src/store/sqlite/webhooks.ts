@@ -1,0 +1,446 @@
+import { randomBytes } from "node:crypto";
+import type { AddressKey } from "../../domain/address.js";
+import { STREAM_EVENT_TYPES, eventJson, type EventType, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
+import type {
+  AttemptOutcome,
+  ClaimedDelivery,
+  DeliveryAttempt,
+  DeliveryClaim,
+  DeliveryPage,
+  DeliveryQuery,
+  DeliveryStatus,
+  EndpointCreateResult,
+  EndpointOperation,
+  NewWebhookEndpoint,
+  WebhookBacklog,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointChange,
+  WebhooksStore,
+} from "../store.js";
+import { MAX_ATTEMPTS_KEPT, MAX_ENDPOINTS_WALKED_PER_CLAIM, newDeliveryId, parseDeliveryPosition } from "../webhook-rules.js";
+import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
+
+/**
+ * Webhook endpoints and deliveries on SQLite. Every function runs inside the caller's
+ * transaction (index.ts opens it); better-sqlite3 is synchronous, so a claim and its lease
+ * are taken without interleaving.
+ */
+
+const FAN_OUT_TYPES: ReadonlySet<string> = new Set(STREAM_EVENT_TYPES);
+
+interface EndpointRow {
+  id: string;
+  contract: string;
+  url: string;
+  types: string | null;
+  description: string | null;
+  disabled: bigint;
+  disabled_reason: string | null;
+  created_at_ms: bigint;
+}
+
+const ENDPOINT_COLUMNS = "id, contract, url, types, description, disabled, disabled_reason, created_at_ms";
+
+function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    contract: row.contract as AddressKey,
+    url: row.url,
+    types: row.types === null ? null : (JSON.parse(row.types) as StreamEventType[]),
+    description: row.description,
+    disabled: row.disabled !== 0n,
+    disabledReason: row.disabled_reason,
+    createdAtMs: toNumber(row.created_at_ms),
+  };
+}
+
+/**
+ * Fans `events` out to the deliveries of every endpoint that is enabled and subscribed to their
+ * type, inside the caller's transaction (the one appending the events), so a delivery exists if
+ * and only if its event does. Costs one indexed lookup per stream when it has no endpoint.
+ */
+export function fanOutDeliveries(db: SqliteDb, events: readonly LedgerEvent[], nowMs: number): void {
+  const byStream = new Map<string, LedgerEvent[]>();
+  for (const event of events) {
+    if (event.stream === null || !FAN_OUT_TYPES.has(event.type)) continue;
+    const list = byStream.get(event.stream) ?? [];
+    list.push(event);
+    byStream.set(event.stream, list);
+  }
+  for (const [stream, streamEvents] of byStream) {
+    const endpoints = statement(db, "SELECT id, types FROM webhook_endpoints WHERE contract = ? AND disabled = 0").all(stream) as {
+      id: string;
+      types: string | null;
+    }[];
+    for (const endpoint of endpoints) {
+      const types = endpoint.types === null ? null : new Set(JSON.parse(endpoint.types) as string[]);
+      for (const event of streamEvents) {
+        if (types === null || types.has(event.type)) insertDelivery(db, endpoint.id, event, nowMs);
+      }
+    }
+  }
+}
+
+function insertDelivery(db: SqliteDb, endpointId: string, event: LedgerEvent, nowMs: number): string {
+  const id = newDeliveryId();
+  statement(
+    db,
+    `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, next_attempt_at_ms, created_at_ms)
+     VALUES (?, ?, ?, ?, ?, 'PENDING', ?, ?) ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
+  ).run(id, endpointId, event.id, event.type, JSON.stringify(eventJson(event)), nowMs, nowMs);
+  return id;
+}
+
+export function createEndpoint(db: SqliteDb, endpoint: NewWebhookEndpoint, maxPerContract: number): EndpointCreateResult {
+  const count = toNumber(statement(db, "SELECT count(*) FROM webhook_endpoints WHERE contract = ?").pluck(true).get(endpoint.contract));
+  if (count >= maxPerContract) return { kind: "limit_reached" };
+  statement(
+    db,
+    `INSERT INTO webhook_endpoints (id, contract, url, types, description, disabled, secret, created_at_ms)
+     VALUES (?, ?, ?, ?, ?, 0, ?, ?)`,
+  ).run(
+    endpoint.id,
+    endpoint.contract,
+    endpoint.url,
+    endpoint.types === null ? null : JSON.stringify(endpoint.types),
+    endpoint.description,
+    endpoint.secret,
+    endpoint.createdAtMs,
+  );
+  return { kind: "created", endpoint: readEndpoint(db, endpoint.contract, endpoint.id)! };
+}
+
+export function listEndpoints(db: SqliteDb, contract: AddressKey): WebhookEndpoint[] {
+  const rows = statement(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE contract = ? ORDER BY created_at_ms, id`).all(
+    contract,
+  ) as EndpointRow[];
+  return rows.map(toEndpoint);
+}
+
+export function readEndpoint(db: SqliteDb, contract: AddressKey, endpointId: string): WebhookEndpoint | null {
+  const row = statement(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE contract = ? AND id = ?`).get(contract, endpointId) as
+    EndpointRow | undefined;
+  return row ? toEndpoint(row) : null;
+}
+
+export function updateEndpoint(
+  db: SqliteDb,
+  contract: AddressKey,
+  endpointId: string,
+  change: WebhookEndpointChange,
+  nowMs: number,
+): WebhookEndpoint | null {
+  const current = readEndpoint(db, contract, endpointId);
+  if (!current) return null;
+  const disabled = change.disabled ?? current.disabled;
+  const disabledReason = disabled ? (change.disabledReason !== undefined ? change.disabledReason : current.disabledReason) : null;
+  const types = change.types !== undefined ? change.types : current.types;
+  statement(db, "UPDATE webhook_endpoints SET url = ?, types = ?, description = ?, disabled = ?, disabled_reason = ? WHERE id = ?").run(
+    change.url ?? current.url,
+    types === null ? null : JSON.stringify(types),
+    change.description !== undefined ? change.description : current.description,
+    disabled ? 1 : 0,
+    disabledReason,
+    endpointId,
+  );
+  if (disabled && !current.disabled) failPending(db, endpointId, nowMs);
+  return readEndpoint(db, contract, endpointId);
+}
+
+/** A disabled endpoint is sent nothing: its queue is failed, for recover to take up again once it is enabled. */
+function failPending(db: SqliteDb, endpointId: string, nowMs: number): void {
+  statement(
+    db,
+    `UPDATE webhook_deliveries SET status = 'FAILED', next_attempt_at_ms = NULL, claimed_until_ms = NULL, claim_token = NULL,
+       finished_at_ms = ?
+     WHERE endpoint_id = ? AND status = 'PENDING'`,
+  ).run(nowMs, endpointId);
+}
+
+/** Its deliveries go with it, deleted here: the connection does not enforce the schema's ON DELETE CASCADE. */
+export function deleteEndpoint(db: SqliteDb, contract: AddressKey, endpointId: string): boolean {
+  if (!readEndpoint(db, contract, endpointId)) return false;
+  statement(db, "DELETE FROM webhook_deliveries WHERE endpoint_id = ?").run(endpointId);
+  return statement(db, "DELETE FROM webhook_endpoints WHERE contract = ? AND id = ?").run(contract, endpointId).changes > 0;
+}
+
+export function rotateSecret(
+  db: SqliteDb,
+  contract: AddressKey,
+  endpointId: string,
+  secret: string,
+  nowMs: number,
+  overlapMs: number,
+): boolean {
+  return (
+    statement(
+      db,
+      `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at_ms = ?, secret = ?
+       WHERE contract = ? AND id = ?`,
+    ).run(nowMs + overlapMs, secret, contract, endpointId).changes > 0
+  );
+}
+
+export function createTestDelivery(
+  db: SqliteDb,
+  contract: AddressKey,
+  endpointId: string,
+  event: LedgerEvent,
+  nowMs: number,
+): EndpointOperation<string> {
+  const endpoint = readEndpoint(db, contract, endpointId);
+  if (!endpoint) return { kind: "not_found" };
+  if (endpoint.disabled) return { kind: "disabled" };
+  return { kind: "done", value: insertDelivery(db, endpointId, event, nowMs) };
+}
+
+/** Endpoints with PENDING deliveries, walked through the pending index one endpoint at a time (a skip scan). */
+function endpointsWithPending(db: SqliteDb): string[] {
+  return statement(
+    db,
+    `WITH RECURSIVE pending(endpoint_id) AS (
+       SELECT (SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'PENDING')
+       UNION ALL
+       SELECT (SELECT min(d.endpoint_id) FROM webhook_deliveries d WHERE d.status = 'PENDING' AND d.endpoint_id > p.endpoint_id)
+       FROM pending p WHERE p.endpoint_id IS NOT NULL
+       LIMIT ${MAX_ENDPOINTS_WALKED_PER_CLAIM}
+     )
+     SELECT p.endpoint_id FROM pending p JOIN webhook_endpoints e ON e.id = p.endpoint_id WHERE e.disabled = 0`,
+  )
+    .pluck(true)
+    .all() as string[];
+}
+
+interface DueRow {
+  seq: bigint;
+  next_attempt_at_ms: bigint;
+}
+
+/** Round-robin by endpoint (every endpoint's first turn before any second), oldest due first within a turn. */
+export function claimDue(db: SqliteDb, claim: DeliveryClaim): ClaimedDelivery[] {
+  const excluded = new Set(claim.excludeEndpointIds);
+  const candidates: { seq: bigint; turn: number; dueAtMs: number }[] = [];
+  const due = statement(
+    db,
+    `SELECT seq, next_attempt_at_ms FROM webhook_deliveries
+     WHERE endpoint_id = ? AND status = 'PENDING' AND next_attempt_at_ms <= ? AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
+     ORDER BY next_attempt_at_ms, seq LIMIT ?`,
+  );
+  for (const endpointId of endpointsWithPending(db)) {
+    if (excluded.has(endpointId)) continue;
+    const rows = due.all(endpointId, claim.nowMs, claim.nowMs, claim.perEndpointLimit) as DueRow[];
+    rows.forEach((row, turn) => candidates.push({ seq: row.seq, turn, dueAtMs: toNumber(row.next_attempt_at_ms) }));
+  }
+  candidates.sort((a, b) => a.turn - b.turn || a.dueAtMs - b.dueAtMs);
+  const claimedUntilMs = claim.nowMs + claim.leaseMs;
+  return candidates.slice(0, claim.limit).map((candidate) => lease(db, candidate.seq, claimedUntilMs, claim.nowMs));
+}
+
+interface ClaimRow {
+  id: string;
+  endpoint_id: string;
+  url: string;
+  event_id: string;
+  payload: string;
+  tries: bigint;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at_ms: bigint | null;
+}
+
+function lease(db: SqliteDb, seq: bigint, claimedUntilMs: number, nowMs: number): ClaimedDelivery {
+  const claimToken = randomBytes(12).toString("hex");
+  statement(db, "UPDATE webhook_deliveries SET claimed_until_ms = ?, claim_token = ? WHERE seq = ?").run(claimedUntilMs, claimToken, seq);
+  const row = statement(
+    db,
+    `SELECT d.id, d.endpoint_id, e.url, d.event_id, d.payload, d.tries, e.secret, e.previous_secret, e.previous_secret_expires_at_ms
+     FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.seq = ?`,
+  ).get(seq) as ClaimRow;
+  const previousLive = row.previous_secret !== null && toNumber(row.previous_secret_expires_at_ms) > nowMs;
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    url: row.url,
+    eventId: row.event_id,
+    payload: row.payload,
+    tries: toNumber(row.tries),
+    secrets: previousLive ? [row.secret, row.previous_secret!] : [row.secret],
+    claimToken,
+    claimedUntilMs,
+  };
+}
+
+/**
+ * Stores the attempt if the claim is still ours. A retry of an endpoint that was disabled
+ * meanwhile fails instead (nothing is sent to a disabled endpoint); a 410 disables it here.
+ */
+export function recordAttempt(db: SqliteDb, delivery: ClaimedDelivery, outcome: AttemptOutcome): boolean {
+  const row = statement(db, "SELECT attempts FROM webhook_deliveries WHERE id = ? AND claim_token = ?").get(
+    delivery.id,
+    delivery.claimToken,
+  ) as { attempts: string } | undefined;
+  if (!row) return false;
+  if (outcome.disableEndpoint !== null) {
+    statement(db, "UPDATE webhook_endpoints SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0").run(
+      outcome.disableEndpoint,
+      delivery.endpointId,
+    );
+  }
+  const endpointDisabled =
+    toNumber(statement(db, "SELECT disabled FROM webhook_endpoints WHERE id = ?").pluck(true).get(delivery.endpointId)) !== 0;
+  const status: DeliveryStatus = outcome.status === "PENDING" && endpointDisabled ? "FAILED" : outcome.status;
+  const attempts = [...(JSON.parse(row.attempts) as DeliveryAttempt[]), outcome.attempt].slice(-MAX_ATTEMPTS_KEPT);
+  statement(
+    db,
+    `UPDATE webhook_deliveries SET status = ?, tries = tries + 1, attempts = ?, next_attempt_at_ms = ?, claimed_until_ms = NULL,
+       claim_token = NULL, finished_at_ms = ? WHERE id = ?`,
+  ).run(
+    status,
+    JSON.stringify(attempts),
+    status === "PENDING" ? outcome.nextAttemptAtMs : null,
+    status === "PENDING" ? null : outcome.attempt.atMs + outcome.attempt.durationMs,
+    delivery.id,
+  );
+  if (endpointDisabled) failPending(db, delivery.endpointId, outcome.attempt.atMs);
+  return true;
+}
+
+interface DeliveryRow {
+  seq: bigint;
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  status: string;
+  attempts: string;
+  next_attempt_at_ms: bigint | null;
+  created_at_ms: bigint;
+}
+
+const DELIVERY_COLUMNS = "seq, id, endpoint_id, event_id, event_type, status, attempts, next_attempt_at_ms, created_at_ms";
+
+function toDelivery(row: DeliveryRow): WebhookDelivery {
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    eventType: row.event_type as EventType,
+    status: row.status as DeliveryStatus,
+    attempts: JSON.parse(row.attempts) as DeliveryAttempt[],
+    nextAttemptAtMs: toNullableNumber(row.next_attempt_at_ms),
+    createdAtMs: toNumber(row.created_at_ms),
+  };
+}
+
+export function listDeliveries(db: SqliteDb, contract: AddressKey, endpointId: string, query: DeliveryQuery): DeliveryPage | null {
+  if (!readEndpoint(db, contract, endpointId)) return null;
+  const before = query.before === undefined ? null : BigInt(parseDeliveryPosition(query.before));
+  const rows = statement(
+    db,
+    `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
+     WHERE endpoint_id = ? AND (? IS NULL OR status = ?) AND (? IS NULL OR seq < ?)
+     ORDER BY seq DESC LIMIT ?`,
+  ).all(endpointId, query.status ?? null, query.status ?? null, before, before, query.limit + 1) as DeliveryRow[];
+  const more = rows.length > query.limit;
+  const page = rows.slice(0, query.limit);
+  return { deliveries: page.map(toDelivery), next: more ? page[page.length - 1]!.seq.toString() : null };
+}
+
+export function readDelivery(db: SqliteDb, contract: AddressKey, endpointId: string, deliveryId: string): WebhookDelivery | null {
+  const row = statement(
+    db,
+    `SELECT ${DELIVERY_COLUMNS.split(", ")
+      .map((column) => `d.${column}`)
+      .join(", ")}
+     FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+     WHERE d.id = ? AND d.endpoint_id = ? AND e.contract = ?`,
+  ).get(deliveryId, endpointId, contract) as DeliveryRow | undefined;
+  return row ? toDelivery(row) : null;
+}
+
+export function retryDelivery(
+  db: SqliteDb,
+  contract: AddressKey,
+  endpointId: string,
+  deliveryId: string,
+  nowMs: number,
+): EndpointOperation<WebhookDelivery> {
+  const endpoint = readEndpoint(db, contract, endpointId);
+  if (!endpoint || !readDelivery(db, contract, endpointId, deliveryId)) return { kind: "not_found" };
+  if (endpoint.disabled) return { kind: "disabled" };
+  statement(
+    db,
+    `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at_ms = ?, finished_at_ms = NULL
+     WHERE id = ? AND (status <> 'PENDING' OR claimed_until_ms IS NULL OR claimed_until_ms <= ?)`,
+  ).run(nowMs, deliveryId, nowMs);
+  return { kind: "done", value: readDelivery(db, contract, endpointId, deliveryId)! };
+}
+
+export function recoverDeliveries(
+  db: SqliteDb,
+  contract: AddressKey,
+  endpointId: string,
+  sinceMs: number,
+  nowMs: number,
+  limit: number,
+): EndpointOperation<number> {
+  const endpoint = readEndpoint(db, contract, endpointId);
+  if (!endpoint) return { kind: "not_found" };
+  if (endpoint.disabled) return { kind: "disabled" };
+  const { changes } = statement(
+    db,
+    `UPDATE webhook_deliveries SET status = 'PENDING', tries = 0, next_attempt_at_ms = ?, finished_at_ms = NULL
+     WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'FAILED' AND created_at_ms >= ? ORDER BY seq LIMIT ?)`,
+  ).run(nowMs, endpointId, sinceMs, limit);
+  return { kind: "done", value: changes };
+}
+
+export function purgeDeliveries(db: SqliteDb, finishedBeforeMs: number, limit: number): number {
+  return statement(
+    db,
+    `DELETE FROM webhook_deliveries WHERE seq IN (
+       SELECT seq FROM webhook_deliveries WHERE status <> 'PENDING' AND finished_at_ms < ? ORDER BY finished_at_ms LIMIT ?)`,
+  ).run(finishedBeforeMs, limit).changes;
+}
+
+export function webhookBacklog(db: SqliteDb): WebhookBacklog {
+  const row = statement(
+    db,
+    "SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM webhook_deliveries WHERE status = 'PENDING'",
+  ).get() as {
+    pending: bigint;
+    oldest: bigint | null;
+  };
+  return { pending: toNumber(row.pending), oldestPendingCreatedAtMs: toNullableNumber(row.oldest) };
+}
+
+/** The WebhooksStore operations, each one transaction; `current` gives the connection in use (index.ts may reopen it). */
+export function webhookOperations(current: () => SqliteDb): WebhooksStore {
+  const write = <T>(work: (db: SqliteDb) => T): Promise<T> => {
+    const db = current();
+    return Promise.resolve(db.transaction(() => work(db)).immediate());
+  };
+  const read = <T>(work: (db: SqliteDb) => T): Promise<T> => {
+    const db = current();
+    return Promise.resolve(db.transaction(() => work(db))());
+  };
+  return {
+    createWebhookEndpoint: (endpoint, max) => write((db) => createEndpoint(db, endpoint, max)),
+    listWebhookEndpoints: (contract) => read((db) => listEndpoints(db, contract)),
+    getWebhookEndpoint: (contract, id) => read((db) => readEndpoint(db, contract, id)),
+    updateWebhookEndpoint: (contract, id, change, nowMs) => write((db) => updateEndpoint(db, contract, id, change, nowMs)),
+    deleteWebhookEndpoint: (contract, id) => write((db) => deleteEndpoint(db, contract, id)),
+    rotateWebhookSecret: (contract, id, secret, nowMs, overlapMs) =>
+      write((db) => rotateSecret(db, contract, id, secret, nowMs, overlapMs)),
+    createTestDelivery: (contract, id, event, nowMs) => write((db) => createTestDelivery(db, contract, id, event, nowMs)),
+    claimDueDeliveries: (claim) => write((db) => claimDue(db, claim)),
+    recordDeliveryAttempt: (delivery, outcome) => write((db) => recordAttempt(db, delivery, outcome)),
+    listDeliveries: (contract, id, query) => read((db) => listDeliveries(db, contract, id, query)),
+    getDelivery: (contract, id, deliveryId) => read((db) => readDelivery(db, contract, id, deliveryId)),
+    retryDelivery: (contract, id, deliveryId, nowMs) => write((db) => retryDelivery(db, contract, id, deliveryId, nowMs)),
+    recoverDeliveries: (contract, id, sinceMs, nowMs, limit) => write((db) => recoverDeliveries(db, contract, id, sinceMs, nowMs, limit)),
+    purgeDeliveries: (beforeMs, limit) => write((db) => purgeDeliveries(db, beforeMs, limit)),
+    webhookBacklog: () => read((db) => webhookBacklog(db)),
+  };
+}

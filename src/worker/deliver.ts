@@ -1,0 +1,240 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { Clock } from "../clock.js";
+import type { Metrics } from "../metrics.js";
+import type { AttemptOutcome, ClaimedDelivery, LedgerStore } from "../store/store.js";
+import { decideOutcome } from "../webhooks/schedule.js";
+import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
+
+/**
+ * The deliver job (README, Architecture: background jobs): claims due webhook deliveries and sends them, a bounded
+ * number at once, and stores each outcome. Sends run side by side and each has its own timeout,
+ * so an endpoint that hangs or fails holds only its own slots (at most MAX_IN_FLIGHT_PER_ENDPOINT
+ * of them): the claim passes over endpoints that have that many in flight. Claims are leased
+ * (CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
+ * attempt twice at once, and a delivery whose sender died is sent again when its lease ends.
+ */
+
+export interface DeliveryJobOptions {
+  retryScheduleSeconds: readonly number[];
+  allowPrivateUrls: boolean;
+  /** How long the job sleeps when nothing is due (new deliveries wait at most this). */
+  pollIntervalMs?: number;
+  sendTimeoutMs?: number;
+  /** Finished deliveries older than this are purged. */
+  retentionMs?: number;
+  /** WEBHOOK_CLAIM_LEASE_MS; CLAIM_LEASE_MS by default. Each attempt's timeout is cut to half of it. */
+  leaseMs?: number;
+}
+
+/** Sends in flight at once, all endpoints together. */
+export const MAX_IN_FLIGHT_SENDS = 16;
+/** Sends in flight to one endpoint at once: what one slow endpoint can take of MAX_IN_FLIGHT_SENDS. */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+/**
+ * A claim's lease: longer than the slowest attempt (DNS bound + send timeout), so a live sender
+ * always finishes first; after it a dead sender's delivery is due again.
+ */
+export const CLAIM_LEASE_MS = 30_000;
+const DEFAULT_POLL_INTERVAL_MS = 500;
+/** How long stop() lets sends in flight finish before aborting them. */
+const STOP_GRACE_MS = 3000;
+/** Finished deliveries are kept this long by default (docs/api.md: events are kept 30 days). */
+const DEFAULT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+/** How often old deliveries are purged and the backlog gauges refreshed. */
+const MAINTENANCE_INTERVAL_MS = 10_000;
+/** Deliveries one purge statement deletes, and statements per maintenance run: bounded steps. */
+const PURGE_STEP = 1000;
+const MAX_PURGE_STEPS = 10;
+
+export class DeliveryJob {
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlightByEndpoint = new Map<string, number>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAtMs = 0;
+  private wakeAfterPass = false;
+  private ticking: Promise<void> | null = null;
+  private stopped = true;
+  private lastMaintenanceMs = 0;
+  private readonly pollIntervalMs: number;
+  private readonly leaseMs: number;
+  private readonly shutdown = new AbortController();
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly clock: Clock,
+    private readonly options: DeliveryJobOptions,
+    private readonly metrics: Metrics | null,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    this.leaseMs = options.leaseMs ?? CLAIM_LEASE_MS;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /**
+   * Stops claiming and waits for the sends in flight and the storing of their outcomes; sends
+   * still unanswered after STOP_GRACE_MS are aborted and stored as failed attempts, retried by
+   * the schedule (a shutdown must finish within SHUTDOWN_TIMEOUT_MS, a send may take 15 s).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.ticking;
+    let grace: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((resolve) => {
+      grace = setTimeout(resolve, STOP_GRACE_MS);
+    });
+    await Promise.race([Promise.all(this.inFlight), graceOver]);
+    clearTimeout(grace);
+    this.shutdown.abort();
+    await Promise.all(this.inFlight);
+  }
+
+  /** Claims and sends everything due now, waiting for every send; returns how many attempts it made (for tests and the CLI). */
+  async runOnce(): Promise<number> {
+    let sent = 0;
+    for (;;) {
+      const claimed = await this.claim();
+      if (claimed.length === 0) {
+        if (this.inFlight.size === 0) return sent;
+        await Promise.race(this.inFlight);
+        continue;
+      }
+      sent += claimed.length;
+      for (const delivery of claimed) this.launch(delivery);
+    }
+  }
+
+  /** Wakes the job after `delayMs` (sooner if already due sooner); during a pass, once it ends. */
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.wakeAfterPass = true;
+      return;
+    }
+    const atMs = Date.now() + delayMs;
+    if (this.timer) {
+      if (atMs >= this.timerAtMs) return;
+      clearTimeout(this.timer);
+    }
+    this.timerAtMs = atMs;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.ticking = this.tick().finally(() => {
+        this.ticking = null;
+        const again = this.wakeAfterPass;
+        this.wakeAfterPass = false;
+        // A full job is woken by the next send that finishes (launch); otherwise it polls.
+        if (again) this.schedule(0);
+        else if (this.inFlight.size < MAX_IN_FLIGHT_SENDS) this.schedule(this.pollIntervalMs);
+      });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** One claim for the free slots, then maintenance when it is due. */
+  private async tick(): Promise<void> {
+    try {
+      const claimed = await this.claim();
+      for (const delivery of claimed) this.launch(delivery);
+      // Slots were filled: more may be due, so look again at once.
+      if (claimed.length > 0) this.wakeAfterPass = true;
+      await this.maintain();
+    } catch (error) {
+      this.log.error({ err: error }, "webhook delivery pass failed; retrying at the next interval");
+    }
+  }
+
+  private async claim(): Promise<ClaimedDelivery[]> {
+    const free = MAX_IN_FLIGHT_SENDS - this.inFlight.size;
+    if (free <= 0) return [];
+    const busy = [...this.inFlightByEndpoint].filter(([, count]) => count >= MAX_IN_FLIGHT_PER_ENDPOINT).map(([id]) => id);
+    return this.store.claimDueDeliveries({
+      nowMs: this.clock.now(),
+      limit: free,
+      perEndpointLimit: MAX_IN_FLIGHT_PER_ENDPOINT,
+      leaseMs: this.leaseMs,
+      excludeEndpointIds: busy,
+    });
+  }
+
+  private launch(delivery: ClaimedDelivery): void {
+    this.inFlightByEndpoint.set(delivery.endpointId, (this.inFlightByEndpoint.get(delivery.endpointId) ?? 0) + 1);
+    const sending: Promise<void> = this.deliver(delivery).finally(() => {
+      this.inFlight.delete(sending);
+      const left = (this.inFlightByEndpoint.get(delivery.endpointId) ?? 1) - 1;
+      if (left === 0) this.inFlightByEndpoint.delete(delivery.endpointId);
+      else this.inFlightByEndpoint.set(delivery.endpointId, left);
+      // A slot is free: claim again now rather than at the next poll.
+      this.schedule(0);
+    });
+    this.inFlight.add(sending);
+  }
+
+  /** Sends one delivery and stores its outcome; a failure here is logged, and the lease brings the delivery back. */
+  private async deliver(delivery: ClaimedDelivery): Promise<void> {
+    try {
+      const result = await sendDelivery(delivery, {
+        allowPrivateUrls: this.options.allowPrivateUrls,
+        // Well inside the lease: a live sender must end before its delivery can be claimed again.
+        timeoutMs: Math.min(this.options.sendTimeoutMs ?? SEND_TIMEOUT_MS, Math.floor(this.leaseMs / 2)),
+        now: () => this.clock.now(),
+        signal: this.shutdown.signal,
+      });
+      const outcome = decideOutcome(delivery.tries, this.options.retryScheduleSeconds, result, Math.random());
+      const stored = await this.store.recordDeliveryAttempt(delivery, outcome);
+      this.record(delivery, outcome, stored);
+    } catch (error) {
+      this.log.error(
+        { err: error, deliveryId: delivery.id, endpointId: delivery.endpointId },
+        "webhook delivery outcome not stored; sent again after its lease",
+      );
+    }
+  }
+
+  private record(delivery: ClaimedDelivery, outcome: AttemptOutcome, stored: boolean): void {
+    const result =
+      outcome.disableEndpoint !== null ? "endpoint_disabled" : outcome.status === "PENDING" ? "retrying" : outcome.status.toLowerCase();
+    this.metrics?.webhookDeliveries.inc({ result });
+    if (outcome.status === "SUCCEEDED") return;
+    const { statusCode, error } = outcome.attempt;
+    const fields = {
+      deliveryId: delivery.id,
+      endpointId: delivery.endpointId,
+      eventId: delivery.eventId,
+      statusCode,
+      error,
+      result,
+      stored,
+    };
+    if (outcome.disableEndpoint !== null) this.log.warn(fields, "webhook endpoint answered 410 and is disabled");
+    else
+      this.log.info(
+        { ...fields, nextAttemptAt: outcome.nextAttemptAtMs && new Date(outcome.nextAttemptAtMs).toISOString() },
+        "webhook delivery attempt failed",
+      );
+  }
+
+  /** Purges old finished deliveries in bounded steps and refreshes the backlog gauges. */
+  private async maintain(): Promise<void> {
+    const nowMs = this.clock.now();
+    if (nowMs - this.lastMaintenanceMs < MAINTENANCE_INTERVAL_MS) return;
+    this.lastMaintenanceMs = nowMs;
+    const cutoffMs = nowMs - (this.options.retentionMs ?? DEFAULT_RETENTION_MS);
+    for (let step = 0; step < MAX_PURGE_STEPS; step++) {
+      if ((await this.store.purgeDeliveries(cutoffMs, PURGE_STEP)) < PURGE_STEP) break;
+    }
+    if (this.metrics) {
+      const backlog = await this.store.webhookBacklog();
+      this.metrics.webhookDeliveriesPending.set(backlog.pending);
+      const oldest = backlog.oldestPendingCreatedAtMs;
+      this.metrics.webhookOldestPendingSeconds.set(oldest === null ? 0 : Math.max(0, nowMs - oldest) / 1000);
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { Clock } from "../clock.js";
+import type { Config } from "../config.js";
+import type { Metrics } from "../metrics.js";
+import type { LedgerStore } from "../store/store.js";
+import { DeliveryJob } from "./deliver.js";
+import { Finalizer } from "./finalize.js";
+import { PurgeJob } from "./purge.js";
+
+/**
+ * Background work as named, bounded jobs, run in every server process (`serve`) or alone
+ * (`points-ledger worker`): finalize (finalize.ts), deliver (deliver.ts), purge (purge.ts). Each
+ * bounds its own work per pass and isolates its own failures: a failing batch, a failing
+ * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
+ * processes share the work through row locks (SKIP LOCKED, delivery leases).
+ */
+export interface Worker {
+  finalize: Finalizer;
+  deliver: DeliveryJob;
+  purge: PurgeJob;
+  start(): void;
+  /** Stops every job, waiting for the work in progress (the current batch, the sends in flight). */
+  stop(): Promise<void>;
+}
+
+export function createWorker(store: LedgerStore, config: Config, clock: Clock, metrics: Metrics | null, log: FastifyBaseLogger): Worker {
+  const finalize = new Finalizer(
+    store,
+    clock,
+    { intervalMs: config.finalizerIntervalMs, batchesPerPass: config.finalizerBatchesPerPass },
+    metrics,
+    log.child({ job: "finalize" }),
+  );
+  const deliver = new DeliveryJob(
+    store,
+    clock,
+    {
+      retryScheduleSeconds: config.webhookRetryScheduleSeconds,
+      allowPrivateUrls: config.webhookAllowPrivateUrls,
+      leaseMs: config.webhookClaimLeaseMs,
+    },
+    metrics,
+    log.child({ job: "deliver" }),
+  );
+  const purge = new PurgeJob(store, clock, { eventRetentionDays: config.eventRetentionDays }, log.child({ job: "purge" }));
+  const jobs = [finalize, deliver, purge];
+  return {
+    finalize,
+    deliver,
+    purge,
+    start: () => jobs.forEach((job) => job.start()),
+    stop: async () => {
+      await Promise.all(jobs.map((job) => job.stop()));
+    },
+  };
+}

@@ -1,0 +1,117 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { FastifyBaseLogger } from "fastify";
+import type { Clock } from "../clock.js";
+import { SNAPSHOT_BUILD_ABANDONED_AFTER_MS } from "../snapshots/snapshots.js";
+import type { EventsStore, LedgerStore, SnapshotsStore } from "../store/store.js";
+import { JobLoop } from "./loop.js";
+
+/** Events one purge step deletes at most: a short transaction, so writers never wait long behind it. */
+export const EVENT_PURGE_STEP = 1000;
+/** Steps one run takes at most; what is left waits for the next run (the job never runs unbounded). */
+export const EVENT_PURGE_MAX_STEPS = 100;
+const DAY_MS = 24 * 3600 * 1000;
+
+/**
+ * Deletes the events older than the retention (EVENT_RETENTION_DAYS) in bounded steps, yielding
+ * to the event loop between them so requests are served meanwhile; returns how many it deleted.
+ * A cursor before what is deleted answers 410 CURSOR_EXPIRED from then on (the store remembers).
+ */
+export async function purgeOldEvents(
+  store: EventsStore,
+  nowMs: number,
+  retentionDays: number,
+  stepSize = EVENT_PURGE_STEP,
+): Promise<number> {
+  const beforeMs = nowMs - retentionDays * DAY_MS;
+  return inSteps((limit) => store.purgeEvents(beforeMs, limit), stepSize, EVENT_PURGE_MAX_STEPS);
+}
+
+/** Snapshot chunks one purge step deletes at most (≈ 1-2.5 MB, as much as one write of a build). */
+export const SNAPSHOT_PURGE_STEP = 32;
+/** Steps one run takes at most: ≈ 3,200 chunks, about one 1,000,000-address build; the rest waits for the next run. */
+export const SNAPSHOT_PURGE_MAX_STEPS = 100;
+
+/**
+ * Deletes the chunks of snapshot builds that will never publish, in bounded steps: builds that
+ * failed, lost the race for their id, or wrote nothing for SNAPSHOT_BUILD_ABANDONED_AFTER_MS (their
+ * process died mid-build). A build still writing, here or in another process, is left alone, and
+ * so is every published snapshot. Returns how many chunks it deleted.
+ */
+export async function purgeAbandonedSnapshotBuilds(store: SnapshotsStore, nowMs: number, stepSize = SNAPSHOT_PURGE_STEP): Promise<number> {
+  const staleBeforeMs = nowMs - SNAPSHOT_BUILD_ABANDONED_AFTER_MS;
+  return inSteps((limit) => store.purgeSnapshotBuilds(staleBeforeMs, limit), stepSize, SNAPSHOT_PURGE_MAX_STEPS);
+}
+
+/** Runs `step` (one short transaction deleting at most `stepSize` rows) until it deletes fewer, at most `maxSteps` times. */
+async function inSteps(step: (limit: number) => Promise<number>, stepSize: number, maxSteps: number): Promise<number> {
+  let deleted = 0;
+  for (let done = 0; done < maxSteps; done++) {
+    const count = await step(stepSize);
+    deleted += count;
+    if (count < stepSize) return deleted;
+    await yieldToEventLoop();
+  }
+  return deleted;
+}
+
+/** How often the purge job runs: expired challenges and tokens, events past their retention, abandoned snapshot builds. */
+export const PURGE_INTERVAL_MS = 60_000;
+
+export interface PurgeReport {
+  events: number;
+  snapshotChunks: number;
+}
+
+export interface PurgeOptions {
+  eventRetentionDays: number;
+  intervalMs?: number;
+}
+
+/**
+ * The purge job: deletes expired challenges and tokens, events older than EVENT_RETENTION_DAYS
+ * (purgeOldEvents) and the chunks of abandoned snapshot builds (purgeAbandonedSnapshotBuilds),
+ * the last two in bounded steps. A failure is logged and the next run
+ * tries again; it never stops the other jobs. Old webhook deliveries are purged by the deliver
+ * job's own maintenance (deliver.ts), beside the gauges it refreshes.
+ */
+export class PurgeJob {
+  private readonly loop = new JobLoop(
+    async () => {
+      await this.runOnce();
+      return this.intervalMs;
+    },
+    (error) => {
+      this.log.error({ err: error }, "purge failed; retrying at the next run");
+      return this.intervalMs;
+    },
+  );
+
+  constructor(
+    private readonly store: LedgerStore,
+    private readonly clock: Clock,
+    private readonly options: PurgeOptions,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  private get intervalMs(): number {
+    return this.options.intervalMs ?? PURGE_INTERVAL_MS;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  /** One run: what is expired now is deleted (bounded); returns how many events and snapshot chunks it deleted. */
+  async runOnce(): Promise<PurgeReport> {
+    const nowMs = this.clock.now();
+    await this.store.purgeExpired(nowMs);
+    const events = await purgeOldEvents(this.store, nowMs, this.options.eventRetentionDays);
+    const snapshotChunks = await purgeAbandonedSnapshotBuilds(this.store, nowMs);
+    if (snapshotChunks > 0) this.log.info({ snapshotChunks }, "deleted chunks of abandoned snapshot builds");
+    return { events, snapshotChunks };
+  }
+}
