@@ -35,6 +35,7 @@ beforeAll(async () => {
   server = await startServer(
     loadConfig({
       DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
+      MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
       PORT: "0",
       ADMIN_TOKEN: adminToken,
       MINIMUM_FINALIZE_SECONDS: "1",

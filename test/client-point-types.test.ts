@@ -26,6 +26,7 @@ beforeAll(async () => {
   server = await startServer(
     loadConfig({
       DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
+      MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
       PORT: "0",
       ADMIN_TOKEN: adminToken,
       POINT_TYPES: "LIQUIDITY,DEVELOPER,PHASE2_POINTS",

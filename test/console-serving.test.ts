@@ -33,6 +33,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "points-ledger-console-serving-"));
   const config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
+    MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
     PORT: "0",
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: "silent",
