@@ -376,7 +376,12 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
 
   it("reaches HTTP clients as 503 UNAVAILABLE with Retry-After", async () => {
     const adminToken = "admin-token-for-the-postgres-store-test";
-    const config = loadConfig({ DATABASE_URL: db.connectionString, ADMIN_TOKEN: adminToken, LOG_LEVEL: "silent", MAX_EVENT_LOOP_DELAY_MS: "0" });
+    const config = loadConfig({
+      DATABASE_URL: db.connectionString,
+      ADMIN_TOKEN: adminToken,
+      LOG_LEVEL: "silent",
+      MAX_EVENT_LOOP_DELAY_MS: "0",
+    });
     const app = await buildApp({ config, store: db.openStore({ statementTimeoutMs: 200 }), logger: false });
     const account = randomAddress();
     await credit(store, account, points(1));
