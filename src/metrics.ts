@@ -43,6 +43,15 @@ export function createMetrics() {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 600],
       registers: [registry],
     }),
+    ...jobMetrics(registry),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** What the background jobs (src/worker/) report: failing finalizations, webhook deliveries, purges. */
+function jobMetrics(registry: Registry) {
+  return {
     finalizeFailures: new Counter({
       name: "points_finalize_failures_total",
       help: "batch finalization attempts by this process that failed (the batch stays PENDING and is retried after a backoff)",
@@ -67,6 +76,12 @@ export function createMetrics() {
       help: "webhook deliveries not yet SUCCEEDED or FAILED",
       registers: [registry],
     }),
+    purged: new Counter({
+      name: "points_purged_total",
+      help: "rows the purge job of this process deleted, by kind (events past their retention, chunks of abandoned snapshot builds)",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
     webhookOldestPendingSeconds: new Gauge({
       name: "points_webhook_oldest_pending_delivery_seconds",
       help: "age of the oldest PENDING webhook delivery (0 when none)",
@@ -74,8 +89,6 @@ export function createMetrics() {
     }),
   };
 }
-
-export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
  * The ledger counters, fed only by committed events (store.onCommittedEvents, subscribed once in

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
 import { snapshotCreated } from "../src/domain/events.js";
 import { formatPoints, parsePoints } from "../src/domain/points.js";
+import { createMetrics } from "../src/metrics.js";
 import { snapshotJson, type Snapshot } from "../src/domain/snapshot.js";
 import { buildSnapshot, SNAPSHOT_BUILD_ABANDONED_AFTER_MS, storeSnapshot } from "../src/snapshots/snapshots.js";
 import { SnapshotBuildAbandonedError, type LedgerStore, type NewSnapshot } from "../src/store/store.js";
@@ -599,7 +600,16 @@ export function describeSnapshotBuildCleanup(
       expect(await purgeAbandonedSnapshotBuilds(fixture.store, purgeAtMs - 1)).toBe(0);
       expect(await fixture.store.purgeSnapshotBuilds(purgeAtMs - SNAPSHOT_BUILD_ABANDONED_AFTER_MS, 5)).toBe(5);
       expect(await fixture.buildRows(killed.buildId)).toEqual({ leafChunks: 35, nodeChunks: 32, builds: 1 });
-      expect(await quietPurge(purgeAtMs).runOnce()).toEqual({ events: 0, snapshotChunks: 67 });
+      const metrics = createMetrics();
+      const counted = new PurgeJob(
+        fixture.store,
+        { now: () => purgeAtMs },
+        { eventRetentionDays: 3650 },
+        pino({ enabled: false }),
+        metrics,
+      );
+      expect(await counted.runOnce()).toEqual({ events: 0, snapshotChunks: 67 });
+      expect((await metrics.purged.get()).values.find((v) => v.labels.kind === "snapshot_chunks")?.value).toBe(67);
       expect(await fixture.buildRows(killed.buildId)).toEqual({ leafChunks: 0, nodeChunks: 0, builds: 0 });
 
       expect(await fixture.buildRows(inProgress.buildId)).toEqual(inProgressRows);

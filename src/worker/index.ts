@@ -42,7 +42,7 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     metrics,
     log.child({ job: "deliver" }),
   );
-  const purge = new PurgeJob(store, clock, { eventRetentionDays: config.eventRetentionDays }, log.child({ job: "purge" }));
+  const purge = new PurgeJob(store, clock, { eventRetentionDays: config.eventRetentionDays }, log.child({ job: "purge" }), metrics);
   const jobs = [finalize, deliver, purge];
   return {
     finalize,

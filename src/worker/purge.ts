@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
+import type { Metrics } from "../metrics.js";
 import { SNAPSHOT_BUILD_ABANDONED_AFTER_MS } from "../snapshots/snapshots.js";
 import type { EventsStore, LedgerStore, SnapshotsStore } from "../store/store.js";
 import { JobLoop } from "./loop.js";
@@ -70,7 +71,7 @@ export interface PurgeOptions {
 /**
  * The purge job: deletes expired challenges and tokens, events older than EVENT_RETENTION_DAYS
  * (purgeOldEvents) and the chunks of abandoned snapshot builds (purgeAbandonedSnapshotBuilds),
- * the last two in bounded steps. A failure is logged and the next run
+ * the last two in bounded steps, counted in points_purged_total. A failure is logged and the next run
  * tries again; it never stops the other jobs. Old webhook deliveries are purged by the deliver
  * job's own maintenance (deliver.ts), beside the gauges it refreshes.
  */
@@ -91,6 +92,7 @@ export class PurgeJob {
     private readonly clock: Clock,
     private readonly options: PurgeOptions,
     private readonly log: FastifyBaseLogger,
+    private readonly metrics: Metrics | null = null,
   ) {}
 
   private get intervalMs(): number {
@@ -112,6 +114,8 @@ export class PurgeJob {
     const events = await purgeOldEvents(this.store, nowMs, this.options.eventRetentionDays);
     const snapshotChunks = await purgeAbandonedSnapshotBuilds(this.store, nowMs);
     if (snapshotChunks > 0) this.log.info({ snapshotChunks }, "deleted chunks of abandoned snapshot builds");
+    this.metrics?.purged.inc({ kind: "events" }, events);
+    this.metrics?.purged.inc({ kind: "snapshot_chunks" }, snapshotChunks);
     return { events, snapshotChunks };
   }
 }
