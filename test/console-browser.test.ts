@@ -19,10 +19,11 @@ import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PointsAdminClient, PointsClient } from "../src/client/index.js";
-import { loadConfig } from "../src/config.js";
+import { loadConfig, type Config } from "../src/config.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { startReceiver } from "./helpers/webhook-receiver.js";
 import { displayPoints, sumPoints } from "../src/console/src/lib/amounts.js";
+import { MAX_TRANSFERS_SCANNED_PER_PAGE } from "../src/domain/limits.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -50,6 +51,7 @@ const CHROMIUM_FLAGS = [
 const run = promisify(execFile);
 
 let dir: string;
+let config: Config;
 let server: RunningServer;
 let browser: Browser;
 let admin: PointsAdminClient;
@@ -67,7 +69,7 @@ beforeAll(async () => {
   if (!existsSync(join(REPO_ROOT, "dist/console/index.html"))) throw new Error("dist/console is missing: run `npm run build` first");
   mkdirSync(SCREENSHOTS, { recursive: true });
   dir = mkdtempSync(join(tmpdir(), "points-ledger-console-browser-"));
-  const config = loadConfig({
+  config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
     MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
     PORT: "0",
@@ -273,6 +275,29 @@ describe.skipIf(!HAVE_CHROMIUM)("the console in Chromium", () => {
     expect((await admin.listContracts()).contracts.map((c) => c.contractAddress)).toContain(registered);
     await screenshots(page, "admin");
     await page.getByRole("button", { name: "Forget admin token" }).click();
+  });
+
+  it("asks before searching past what one lookup examines, then finds a recipient of an older batch", async () => {
+    const client = new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: operatorKey });
+    const older = getAddress(`0x${randomBytes(20).toString("hex")}`);
+    await client.submitBatch("lookup-older", { pointType: "PHASE2_POINTS", transfers: [{ toAddress: older, points: "0.02" }] });
+    // Newer than it, more transfers than the screen's 5 empty pages examine (5 × the per-page scan bound).
+    const perBatch = config.maxTransfersPerBatch;
+    for (let b = 0; b * perBatch <= 5 * MAX_TRANSFERS_SCANNED_PER_PAGE; b++) {
+      const transfers = Array.from({ length: perBatch }, (_, i) => ({ toAddress: recipient(10_000 + b * perBatch + i), points: "0.01" }));
+      await client.submitBatch(`lookup-newer-${b}`, { pointType: "PHASE2_POINTS", transfers });
+    }
+    await go(page, "#/recipients", "Recipients");
+    await page.getByLabel("Recipient address").fill(older.toLowerCase());
+    await page.getByRole("button", { name: "Look up" }).click();
+    const keepSearching = page.getByTestId("recipient-keep-searching");
+    await keepSearching.waitFor({ timeout: WAIT_MS });
+    expect(await page.getByTestId("recipient-summary").innerText()).toContain("0 transfers on this page");
+    expect(await page.locator("tr[data-batch-id]").count()).toBe(0);
+    await keepSearching.getByRole("button", { name: "Keep searching" }).click();
+    await page.locator("tr[data-batch-id='lookup-older']").waitFor({ timeout: WAIT_MS });
+    expect(await page.getByTestId("recipient-summary").innerText()).toContain("1 transfer on this page");
+    expect(await keepSearching.count()).toBe(0);
   });
 
   it("adds a webhook endpoint and sees its test delivery succeed", async () => {
