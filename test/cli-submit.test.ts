@@ -13,6 +13,7 @@ import { parseAddress, type AddressKey } from "../src/domain/address.js";
 import { formatPoints, parsePoints } from "../src/domain/points.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { mulberry32, startFaultProxy, type FaultProxy } from "./helpers/fault-proxy.js";
+import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 /**
  * The `points-ledger submit` command as an operator runs it: the built CLI in a child process
@@ -35,7 +36,7 @@ beforeAll(async () => {
   server = await startServer(
     loadConfig({
       DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
-      MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
+      ...NO_LOAD_SHEDDING,
       PORT: "0",
       ADMIN_TOKEN: adminToken,
       MINIMUM_FINALIZE_SECONDS: "1",

@@ -15,6 +15,7 @@ import { loadConfig } from "../src/config.js";
 import { parsePoints } from "../src/domain/points.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { runCli } from "./helpers/process.js";
+import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 let dir: string;
 let server: RunningServer;
@@ -26,7 +27,7 @@ beforeAll(async () => {
   server = await startServer(
     loadConfig({
       DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
-      MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
+      ...NO_LOAD_SHEDDING,
       PORT: "0",
       ADMIN_TOKEN: adminToken,
       POINT_TYPES: "LIQUIDITY,DEVELOPER,PHASE2_POINTS",

@@ -26,6 +26,7 @@ import { parseAddress, type AddressKey } from "../src/domain/address.js";
 import { formatPoints, parsePoints } from "../src/domain/points.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { mulberry32, seededFaults, startFaultProxy, type Fault, type FaultProxy } from "./helpers/fault-proxy.js";
+import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 const MAX_TRANSFERS_PER_BATCH = 500;
 const TOKEN_TTL_SECONDS = 600;
@@ -42,7 +43,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "points-ledger-client-"));
   const config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
-    MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
+    ...NO_LOAD_SHEDDING,
     PORT: "0",
     ADMIN_TOKEN: adminToken,
     MINIMUM_FINALIZE_SECONDS: "1",

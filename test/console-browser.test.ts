@@ -24,6 +24,7 @@ import { startServer, type RunningServer } from "../src/server.js";
 import { startReceiver } from "./helpers/webhook-receiver.js";
 import { displayPoints, sumPoints } from "../src/console/src/lib/amounts.js";
 import { MAX_TRANSFERS_SCANNED_PER_PAGE } from "../src/domain/limits.js";
+import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -71,7 +72,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "points-ledger-console-browser-"));
   config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
-    MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
+    ...NO_LOAD_SHEDDING,
     PORT: "0",
     ADMIN_TOKEN: adminToken,
     MINIMUM_FINALIZE_SECONDS: "1",

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PointsAdminClient, PointsApiError, PointsClient, type LedgerEvent } from "../src/client/index.js";
 import { loadConfig } from "../src/config.js";
 import { startServer, type RunningServer } from "../src/server.js";
+import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const STREAM_DEADLINE_MS = 10_000;
@@ -27,7 +28,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "points-ledger-console-client-"));
   const config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
-    MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
+    ...NO_LOAD_SHEDDING,
     PORT: "0",
     ADMIN_TOKEN: adminToken,
     MINIMUM_FINALIZE_SECONDS: "1",

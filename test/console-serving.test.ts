@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PointsAdminClient, PointsApiError, PointsClient, PublicClient, parseConsoleLogin } from "../src/client/index.js";
 import { loadConfig } from "../src/config.js";
 import { startServer, type RunningServer } from "../src/server.js";
+import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = join(REPO_ROOT, "dist/src/cli/main.js");
@@ -33,7 +34,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "points-ledger-console-serving-"));
   const config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,
-    MAX_EVENT_LOOP_DELAY_MS: "0", // shedding would react to this test process's own stalls
+    ...NO_LOAD_SHEDDING,
     PORT: "0",
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: "silent",

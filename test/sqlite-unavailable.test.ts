@@ -11,6 +11,7 @@ import {
   creditPoints,
   freePort,
   newAdminToken,
+  NO_LOAD_SHEDDING,
   pollUntil,
   randomAddress,
   runCli,
@@ -32,9 +33,8 @@ import {
  * again the same process recovers by itself. Both need root (mount, setuid); skipped otherwise.
  */
 
-// Without load shedding, as startServerProcess runs every test server: a busy CI machine's stalls
-// would otherwise turn reads into 503 "overloaded" (startServerAsNobody passes this env as is).
-const SERVER_ENV: Env = { MINIMUM_FINALIZE_SECONDS: "1", FINALIZER_INTERVAL_MS: "100", LOG_LEVEL: "fatal", MAX_EVENT_LOOP_DELAY_MS: "0" };
+// startServerAsNobody passes this env as is, so it carries NO_LOAD_SHEDDING itself.
+const SERVER_ENV: Env = { MINIMUM_FINALIZE_SECONDS: "1", FINALIZER_INTERVAL_MS: "100", LOG_LEVEL: "fatal", ...NO_LOAD_SHEDDING };
 const POINT_TYPE = "PHASE2_POINTS";
 /** Small enough to fill in a few seconds, large enough for the schema and a few batches. */
 const FULL_DISK_BYTES = 2 * 1024 * 1024;

@@ -11,6 +11,7 @@ import { FINALIZE_RETRY_BASE_MS } from "../src/store/finalize-retry.js";
 import type { LedgerStore, SubmitResult } from "../src/store/store.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, withSearchPath, type TestSchema } from "./helpers/postgres.js";
 import { storeContractSuite } from "./store-contract.js";
+import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 /**
  * The PostgreSQL adapter: the shared LedgerStore contract, then what only a shared database can
@@ -380,7 +381,7 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
       DATABASE_URL: db.connectionString,
       ADMIN_TOKEN: adminToken,
       LOG_LEVEL: "silent",
-      MAX_EVENT_LOOP_DELAY_MS: "0",
+      ...NO_LOAD_SHEDDING,
     });
     const app = await buildApp({ config, store: db.openStore({ statementTimeoutMs: 200 }), logger: false });
     const account = randomAddress();

@@ -22,6 +22,7 @@ import { buildApp } from "../../src/http/app.js";
 import { createMetrics, type Metrics } from "../../src/metrics.js";
 import { createSqliteStore } from "../../src/store/sqlite/index.js";
 import type { LedgerStore } from "../../src/store/store.js";
+import { NO_LOAD_SHEDDING } from "./process.js";
 
 export type Hex = `0x${string}`;
 type Env = Record<string, string>;
@@ -35,9 +36,7 @@ export const TEST_ENV: Env = {
   AUTH_RATE_LIMIT_PER_MINUTE: "100000",
   RATE_LIMIT_PER_MINUTE: "100000000",
   FINALIZER_INTERVAL_MS: "20",
-  // Load shedding reacts to this test process's own event loop, which a busy 2-core machine
-  // running several suites stalls at random; the shedding test turns it on explicitly.
-  MAX_EVENT_LOOP_DELAY_MS: "0",
+  ...NO_LOAD_SHEDDING,
   LOG_LEVEL: "silent",
 };
 

@@ -30,6 +30,14 @@ const INHERITED_VARIABLES = ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"];
 
 export type Env = Record<string, string>;
 
+/**
+ * Load shedding off. It reacts to the event loop of the process serving, and a busy 2-core machine
+ * running several suites stalls test processes at random (more so a server inside the test's own
+ * process), so a test server would shed requests that no test meant as load. The shedding test
+ * turns it on explicitly; every other test server, in-process or spawned, runs with this.
+ */
+export const NO_LOAD_SHEDDING: Env = { MAX_EVENT_LOOP_DELAY_MS: "0" };
+
 export interface ExitInfo {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -178,7 +186,7 @@ async function isReady(url: string): Promise<boolean> {
 async function trySpawnServer(env: Env, port: number): Promise<ServerProcess | null> {
   // Shedding on event-loop delay is off unless a test asks for it: these servers share 2 cores with
   // the test runner and other servers, and a 503 from a stall elsewhere is not what they test.
-  const fullEnv: Env = { HOST: "127.0.0.1", LOG_LEVEL: "warn", MAX_EVENT_LOOP_DELAY_MS: "0", ...env, PORT: String(port) };
+  const fullEnv: Env = { HOST: "127.0.0.1", LOG_LEVEL: "warn", ...NO_LOAD_SHEDDING, ...env, PORT: String(port) };
   const startedMs = performance.now();
   const child = spawnCli(["serve"], fullEnv);
   const url = `http://127.0.0.1:${port}`;
