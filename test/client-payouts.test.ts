@@ -135,6 +135,15 @@ describe("client snapshots and proofs", () => {
     expect(leaves).toEqual(new Map(holdings.map(([address, points]) => [getAddress(address), tokenAmount(points, 18)])));
   });
 
+  it("downloadSnapshotTree streams the same dump; an absent snapshot is 404 before any chunk", async () => {
+    const download = await admin.downloadSnapshotTree("season-1");
+    let text = "";
+    for await (const chunk of download) text += chunk;
+    expect(StandardMerkleTree.load(JSON.parse(text)).root).toBe((await admin.getSnapshot("season-1")).root);
+    expect(JSON.parse(text)).toEqual(await admin.getSnapshotTree("season-1"));
+    expectApiError(await rejectionOf(admin.downloadSnapshotTree("no-such-season")), "NOT_FOUND", 404);
+  });
+
   it("reusing a snapshotId with other values is 409 SNAPSHOT_ID_EXISTS; with the same values it returns the stored snapshot", async () => {
     const stored = await admin.getSnapshot("season-1");
     const conflict = await rejectionOf(admin.takeSnapshot("season-1", { pointType: "PHASE2_GOLD", decimals: 19 }));

@@ -167,7 +167,7 @@ export class PublicClient {
   /**
    * The whole tree as the standard-v1 dump, for `StandardMerkleTree.load`. It is read into memory
    * (about 250 bytes of JSON per address, more once parsed) within one `timeoutMs`: for a snapshot
-   * of millions of addresses, download GET …/tree to a file instead (`points-ledger snapshot export`).
+   * of millions of addresses, stream it with downloadSnapshotTree (or `points-ledger snapshot export`).
    */
   async getSnapshotTree(snapshotId: string): Promise<SnapshotTreeDump> {
     const text = await this.transport.request<string>({
@@ -179,6 +179,20 @@ export class PublicClient {
       text: true,
     });
     return parseTreeDump(text, snapshotId);
+  }
+
+  /**
+   * The same dump as getSnapshotTree, read as it arrives (`for await` over its text chunks, e.g.
+   * into a file): constant memory for a snapshot of any size. Nothing is parsed or checked here.
+   */
+  async downloadSnapshotTree(snapshotId: string, options: ExportOptions = {}): Promise<TextDownload> {
+    return openDownload(this.download, this.transport, {
+      path: `${snapshotPath(snapshotId)}/tree`,
+      query: {},
+      token: this.readToken(),
+      accept: "application/json",
+      signal: options.signal,
+    });
   }
 
   private async probe(path: string): Promise<boolean> {
