@@ -2,7 +2,9 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { NewBatch } from "../src/domain/batch.js";
 import { formatPoints, parsePoints } from "../src/domain/points.js";
+import { packAnswer, unpackAnswer, type IntakeAnswer } from "../src/http/batch-intake.js";
 import {
   assertBuilt,
   creditPoints,
@@ -96,6 +98,33 @@ async function put(deployment: Deployment, batchId: string, body: string | undef
   });
   return { status: response.status, json: await response.json() };
 }
+
+describe("the answer as it crosses threads (packAnswer / unpackAnswer)", () => {
+  it("gives back every field, recipient and exact amount, also past 64 bits, and moves its buffers", () => {
+    const amounts = [1n, (1n << 64n) - 1n, 1n << 64n, 10n ** 30n, 10n ** 18n * 10n ** 12n - 1n, 123_456_789_012_345_678_901n];
+    const batch = {
+      contract: randomAddress().toLowerCase(),
+      batchId: "packed-1",
+      pointType: "PHASE2_POINTS",
+      transfers: amounts.map((amount) => ({ toAddress: randomAddress().toLowerCase(), amount })),
+      total: amounts.reduce((a, b) => a + b),
+      secondsToFinalize: 3600,
+      createdAtMs: 1_795_000_000_123,
+    } as NewBatch;
+    const { wire, transfer } = packAnswer({ ok: true, batch });
+    expect(transfer).toHaveLength(2);
+    const received = structuredClone(wire, { transfer });
+    expect(transfer.every((buffer) => buffer.byteLength === 0)).toBe(true);
+    expect(unpackAnswer(received)).toEqual({ ok: true, batch });
+  });
+
+  it("passes a refusal through unchanged, with nothing to move", () => {
+    const refusal: IntakeAnswer = { ok: false, message: "validation failed", details: [{ path: "transfers/0/points", message: "bad" }] };
+    const { wire, transfer } = packAnswer(refusal);
+    expect(transfer).toEqual([]);
+    expect(unpackAnswer(structuredClone(wire))).toEqual(refusal);
+  });
+});
 
 describe("batch intake in a worker thread", () => {
   let threaded: Deployment;

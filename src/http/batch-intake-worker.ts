@@ -1,10 +1,11 @@
 import { parentPort, workerData } from "node:worker_threads";
 import type { Config } from "../config.js";
-import { createIntake, intakeBatch, type IntakeRequest } from "./batch-intake.js";
+import { createIntake, intakeBatch, packAnswer, type IntakeRequest } from "./batch-intake.js";
 
-/** A worker thread of IntakePool (batch-intake.ts): bytes in, NewBatch or field errors out. */
+/** A worker thread of IntakePool (batch-intake.ts): bytes in, a packed NewBatch or field errors out. */
 const intake = createIntake((workerData as { config: Config }).config);
 
 parentPort!.on("message", ({ id, request }: { id: number; request: IntakeRequest }) => {
-  parentPort!.postMessage({ id, answer: intakeBatch(intake, request) });
+  const { wire, transfer } = packAnswer(intakeBatch(intake, request));
+  parentPort!.postMessage({ id, answer: wire }, transfer);
 });
