@@ -21,7 +21,7 @@ describe("event retention in the purge job", () => {
       await credit("old");
       clock.advance(3 * 24 * 3600 * 1000);
       await credit("new");
-      const purge = new PurgeJob(fresh.store, clock, { eventRetentionDays: 2 }, pino({ enabled: false }));
+      const purge = new PurgeJob(fresh.store, clock, { eventRetentionDays: 2 }, null, pino({ enabled: false }));
       purge.start();
       try {
         await vi.waitFor(

@@ -544,7 +544,7 @@ export function describeSnapshotBuildCleanup(
     let api: StoreApp;
     const holdings = Array.from({ length: 40 }, () => ({ address: randomKey(), points: randomPoints() }));
     const quietPurge = (nowMs: number) =>
-      new PurgeJob(fixture.store, { now: () => nowMs }, { eventRetentionDays: 3650 }, pino({ enabled: false }));
+      new PurgeJob(fixture.store, { now: () => nowMs }, { eventRetentionDays: 3650 }, null, pino({ enabled: false }));
 
     beforeAll(async () => {
       fixture = await open();
@@ -605,8 +605,8 @@ export function describeSnapshotBuildCleanup(
         fixture.store,
         { now: () => purgeAtMs },
         { eventRetentionDays: 3650 },
-        pino({ enabled: false }),
         metrics,
+        pino({ enabled: false }),
       );
       expect(await counted.runOnce()).toEqual({ events: 0, snapshotChunks: 67 });
       expect((await metrics.purged.get()).values.find((v) => v.labels.kind === "snapshot_chunks")?.value).toBe(67);

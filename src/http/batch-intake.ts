@@ -94,7 +94,7 @@ const LOW_64_BITS = (1n << 64n) - 1n;
 /**
  * The worker's answer for postMessage, with the buffers to move rather than copy. 2,000 transfer
  * objects took the main thread 1.8 ms to deserialize per batch (and their garbage after); packed,
- * receiving and unpacking takes 0.16 ms (docs/performance.md, "The steady-state tail").
+ * receiving and unpacking takes 0.16 ms (docs/performance.md, change 3).
  */
 export function packAnswer(answer: IntakeAnswer): { wire: WireAnswer; transfer: ArrayBuffer[] } {
   if (!answer.ok) return { wire: answer, transfer: [] };

@@ -42,7 +42,7 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     metrics,
     log.child({ job: "deliver" }),
   );
-  const purge = new PurgeJob(store, clock, { eventRetentionDays: config.eventRetentionDays }, log.child({ job: "purge" }), metrics);
+  const purge = new PurgeJob(store, clock, { eventRetentionDays: config.eventRetentionDays }, metrics, log.child({ job: "purge" }));
   const jobs = [finalize, deliver, purge];
   return {
     finalize,

@@ -91,8 +91,8 @@ export class PurgeJob {
     private readonly store: LedgerStore,
     private readonly clock: Clock,
     private readonly options: PurgeOptions,
+    private readonly metrics: Metrics | null,
     private readonly log: FastifyBaseLogger,
-    private readonly metrics: Metrics | null = null,
   ) {}
 
   private get intervalMs(): number {
