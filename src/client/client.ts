@@ -1,4 +1,5 @@
 import { checksumAddress, parseAddress } from "../domain/address.js";
+import { addressMessage } from "../domain/messages.js";
 import { PointsApiError, PointsCursorError, PointsInputError, PointsNetworkError } from "./errors.js";
 import { OperatorSession, signerOf, type OperatorCredential, type SessionOptions } from "./session.js";
 import { EventFeed, eventQueryOf, type EventFeedOptions } from "./events.js";
@@ -564,6 +565,6 @@ function isoOf(value: string | Date | undefined): string | undefined {
 
 export function requireAddress(value: string, path: string): Address {
   const key = parseAddress(value);
-  if (key === null) throw new PointsInputError([{ path, message: `"${value}" is not a valid address` }]);
+  if (key === null) throw new PointsInputError([{ path, message: addressMessage(value) }]);
   return checksumAddress(key);
 }

@@ -1,6 +1,7 @@
 import { ID_MAX_LENGTH } from "../domain/batch.js";
 import { keccak256, stringToHex } from "viem";
 import { ZERO_ADDRESS_KEY, checksumAddress, parseAddress } from "../domain/address.js";
+import { CONTRACT_ITSELF_MESSAGE, POINTS_ZERO_MESSAGE, ZERO_ADDRESS_MESSAGE, addressMessage, pointsMessage } from "../domain/messages.js";
 import { MAX_POINTS_UNITS, formatPoints, parsePoints } from "../domain/points.js";
 import { PointsInputError } from "./errors.js";
 import type { Parameters, PointType, Transfer } from "./types.js";
@@ -67,15 +68,15 @@ export function mergeTransfers(transfers: Iterable<Transfer>, rules: MergeRules 
   return { recipients, errors, inputTransfers: index, totalUnits: recipients.reduce((sum, r) => sum + r.units, 0n) };
 }
 
+/** The first problem of one transfer: the field's name, then the message the service gives for that value (src/domain/messages.ts). */
 function transferProblem(transfer: Transfer, contract: string | null): string | null {
   const address = parseAddress(transfer.toAddress);
-  if (address === null)
-    return `toAddress "${clip(transfer.toAddress)}" is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)`;
-  if (address === ZERO_ADDRESS_KEY) return "toAddress must not be the zero address";
-  if (address === contract) return "toAddress must not be the contract itself";
+  if (address === null) return `toAddress ${addressMessage(transfer.toAddress)}`;
+  if (address === ZERO_ADDRESS_KEY) return `toAddress ${ZERO_ADDRESS_MESSAGE}`;
+  if (address === contract) return `toAddress ${CONTRACT_ITSELF_MESSAGE}`;
   const units = typeof transfer.points === "string" ? parsePoints(transfer.points) : null;
-  if (units === null) return `points "${clip(transfer.points)}" is not a decimal points string (e.g. "12.5", up to 12 decimals)`;
-  if (units === 0n) return "points must be greater than 0";
+  if (units === null) return `points ${pointsMessage(transfer.points)}`;
+  if (units === 0n) return `points ${POINTS_ZERO_MESSAGE}`;
   return null;
 }
 
@@ -105,11 +106,6 @@ export function minimumUnitsOf(parameters: Parameters, pointType: PointType): bi
   const units = parsePoints(text);
   if (units === null) throw new RangeError(`the server sent an unreadable minimum transfer size "${text}"`);
   return units;
-}
-
-function clip(value: unknown): string {
-  const text = String(value);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
 export interface PlannedBatch {

@@ -6,6 +6,12 @@
 /** Entries of `details` in a VALIDATION_FAILED answer; past it, one `(more)` entry says how many more were found. */
 export const MAX_VALIDATION_DETAILS = 100;
 
+/** Characters of a refused value quoted back in its message (src/domain/messages.ts); longer ones are cut. */
+export const QUOTED_VALUE_MAX_LENGTH = 60;
+
+/** Characters of a webhook endpoint's url. */
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+
 /**
  * Unsolved challenges one (contract, operator) pair may hold; asking for another drops the
  * oldest. Bounds the challenge table however many clients ask, without locking the real

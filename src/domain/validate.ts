@@ -1,6 +1,7 @@
 import { ZERO_ADDRESS_KEY, parseAddress, type AddressKey } from "./address.js";
 import type { NewBatch, PointType, Transfer } from "./batch.js";
 import { validationFailed, type FieldError } from "./errors.js";
+import { CONTRACT_ITSELF_MESSAGE, POINTS_ZERO_MESSAGE, ZERO_ADDRESS_MESSAGE, addressMessage, pointsMessage } from "./messages.js";
 import { formatPoints, parsePoints } from "./points.js";
 
 /** The shape the request schema has already guaranteed. */
@@ -51,11 +52,11 @@ export function toNewBatch(
     if (typeof item !== "object" || item === null) continue;
     const toAddress = parseAddress(item.toAddress);
     if (toAddress === null) {
-      errors.push({ path: `transfers[${i}].toAddress`, message: "is not a valid address (bad EIP-55 checksum)" });
+      errors.push({ path: `transfers[${i}].toAddress`, message: addressMessage(item.toAddress) });
     } else if (toAddress === contract) {
-      errors.push({ path: `transfers[${i}].toAddress`, message: "must not be the contract itself" });
+      errors.push({ path: `transfers[${i}].toAddress`, message: CONTRACT_ITSELF_MESSAGE });
     } else if (toAddress === ZERO_ADDRESS_KEY) {
-      errors.push({ path: `transfers[${i}].toAddress`, message: "must not be the zero address" });
+      errors.push({ path: `transfers[${i}].toAddress`, message: ZERO_ADDRESS_MESSAGE });
     } else if (seen.has(toAddress)) {
       errors.push({ path: `transfers[${i}].toAddress`, message: "appears more than once in the batch" });
     } else {
@@ -63,7 +64,7 @@ export function toNewBatch(
     }
     const amount = typeof item.points === "string" ? parsePoints(item.points) : null;
     if (amount === null) {
-      errors.push({ path: `transfers[${i}].points`, message: "is not a valid points amount" });
+      errors.push({ path: `transfers[${i}].points`, message: pointsMessage(item.points) });
     } else if (minimum !== undefined && amount < minimum) {
       errors.push({ path: `transfers[${i}].points`, message: `is below the minimum transfer size ${formatPoints(minimum)}` });
     } else {
@@ -93,12 +94,13 @@ function onePerPath(errors: FieldError[]): FieldError[] {
 /** Parses an address field, or throws VALIDATION_FAILED naming it. */
 export function requireAddress(value: string, path: string): AddressKey {
   const address = parseAddress(value);
-  if (address === null) throw validationFailed([{ path, message: "is not a valid address (bad EIP-55 checksum)" }]);
+  if (address === null) throw validationFailed([{ path, message: addressMessage(value) }]);
   return address;
 }
 
 export function requirePoints(value: string, path: string): bigint {
   const amount = parsePoints(value);
-  if (amount === null || amount === 0n) throw validationFailed([{ path, message: "is not a valid positive points amount" }]);
+  if (amount === null) throw validationFailed([{ path, message: pointsMessage(value) }]);
+  if (amount === 0n) throw validationFailed([{ path, message: POINTS_ZERO_MESSAGE }]);
   return amount;
 }

@@ -2,22 +2,24 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, notFound, unavailable, validationFailed } from "../domain/errors.js";
+import { bodyTooLargeMessage } from "../domain/messages.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { fieldErrorsOf } from "./validation.js";
 
 /**
  * Everything that goes wrong ends here and leaves as `{success: false, error: {...}}`:
  * our ApiErrors, Fastify's own errors (bad JSON, body too large, bad URL encoding, schema
- * validation) and anything unexpected, which becomes a 500 without internals.
+ * validation) and anything unexpected, which becomes a 500 without internals. `request` gives the
+ * route's body limit, which a 413 names.
  */
-export function toApiError(error: FastifyError | Error): ApiError {
+export function toApiError(error: FastifyError | Error, request?: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof StoreUnavailableError) return unavailable(error.message, error.retryAfterSeconds);
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) return validationFailed(fieldErrorsOf(fastifyError.validation as never));
   switch (fastifyError.code) {
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError("PAYLOAD_TOO_LARGE");
+      return payloadTooLarge(request);
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return fastifyError.statusCode === 415
@@ -30,7 +32,7 @@ export function toApiError(error: FastifyError | Error): ApiError {
       return notFound("no such route");
   }
   const status = fastifyError.statusCode ?? 500;
-  if (status === 413) return new ApiError("PAYLOAD_TOO_LARGE");
+  if (status === 413) return payloadTooLarge(request);
   if (status === 415) return new ApiError("UNSUPPORTED_MEDIA_TYPE");
   if (status === 404) return notFound("no such route");
   if (status >= 400 && status < 500) {
@@ -38,6 +40,11 @@ export function toApiError(error: FastifyError | Error): ApiError {
     return validationFailed([{ path: "(body)", message: fastifyError.message }], "malformed request");
   }
   return new ApiError("INTERNAL");
+}
+
+function payloadTooLarge(request: FastifyRequest | undefined): ApiError {
+  const limitBytes = request?.routeOptions.bodyLimit;
+  return limitBytes === undefined ? new ApiError("PAYLOAD_TOO_LARGE") : new ApiError("PAYLOAD_TOO_LARGE", bodyTooLargeMessage(limitBytes));
 }
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
@@ -50,7 +57,7 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const apiError = toApiError(error);
+    const apiError = toApiError(error, request);
     if (apiError.status >= 500) request.log.error({ err: error }, "request failed");
     return sendError(reply, apiError);
   });
@@ -58,8 +65,8 @@ export function installErrorHandling(app: FastifyInstance): void {
 }
 
 /** Router errors (bad percent-encoding, an over-long path parameter) bypass the error handler; send them through the catalogue too. */
-export function frameworkErrorHandler(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  void sendError(reply, toApiError(error));
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  void sendError(reply, toApiError(error, request));
 }
 
 /**

@@ -1,11 +1,12 @@
-import { CURSOR_MAX_LENGTH, PAGE_LIMIT_MAX } from "../domain/limits.js";
+import { CURSOR_MAX_LENGTH, PAGE_LIMIT_MAX, WEBHOOK_URL_MAX_LENGTH } from "../domain/limits.js";
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { Config } from "../config.js";
 import { ADDRESS_PATTERN } from "../domain/address.js";
 import { ASSET_PATTERN, BATCH_STATUSES, ID_MAX_LENGTH, ID_PATTERN, MAX_BLOCK, type PointType } from "../domain/batch.js";
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from "../domain/errors.js";
 import { POINTS_PATTERN, POINTS_STRING_MAX_LENGTH } from "../domain/points.js";
-import { MESSAGE_KEYWORD } from "./validation.js";
+import type { InputKind } from "../domain/messages.js";
+import { INPUT_KIND_KEYWORD, MESSAGE_KEYWORD } from "./validation.js";
 import * as docs from "./openapi-docs.js";
 import { STREAM_EVENT_TYPES } from "../domain/events.js";
 import { DELIVERY_ID_PATTERN, ENDPOINT_ID_PATTERN } from "../store/webhook-rules.js";
@@ -29,16 +30,21 @@ const CURSOR_PATTERN = "^[A-Za-z0-9_-]+$";
  */
 const PRINTABLE_PATTERN = "^[\\x20-\\x7e]+$";
 
+/** Marks what a field holds, so its refusal quotes the value with the message the client gives too (src/domain/messages.ts). */
+const input = (kind: InputKind) => ({ [INPUT_KIND_KEYWORD]: kind });
+
 export const Address = Type.String({
+  ...input("address"),
   pattern: ADDRESS_PATTERN,
   description: "0x + 40 hex digits; EIP-55 checksum checked when mixed case",
 });
 export const Points = Type.String({
+  ...input("points"),
   pattern: POINTS_PATTERN,
   maxLength: POINTS_STRING_MAX_LENGTH,
   description: "decimal points, up to 12 fractional digits",
 });
-export const Id = Type.String({ pattern: ID_PATTERN, maxLength: ID_MAX_LENGTH, minLength: 1 });
+export const Id = Type.String({ ...input("id"), pattern: ID_PATTERN, maxLength: ID_MAX_LENGTH, minLength: 1 });
 /** One of the configured point types (POINT_TYPES); an enum, so a refusal names the allowed ones. */
 export function pointTypeSchema(config: Pick<Config, "pointTypes">) {
   return Type.Unsafe<PointType>({ type: "string", enum: [...config.pointTypes], description: "a configured point type (POINT_TYPES)" });
@@ -58,6 +64,7 @@ export function batchBodySchema(config: Config) {
     {
       pointType: pointTypeSchema(config),
       transfers: Type.Array(Type.Object({ toAddress: Address, points: Points }, closed), {
+        ...input("transfers"),
         minItems: 1,
         maxItems: config.maxTransfersPerBatch,
       }),
@@ -273,13 +280,13 @@ export function responses(success: TSchema | TextResponse, ...errors: (number | 
 // ---------------------------------------------------------------------------------------------
 // Webhooks (docs/api.md Webhooks; routes/webhooks.ts).
 
-const WEBHOOK_URL_MAX_LENGTH = 2048;
 const WEBHOOK_DESCRIPTION_MAX_LENGTH = 256;
 export const DELIVERY_LIST_LIMIT_MAX = 250;
 export const DELIVERY_LIST_LIMIT_DEFAULT = 50;
 
 /** Printable ASCII without spaces (an international host name is sent in its xn-- form); the target checks follow in the route. */
 const WebhookUrl = Type.String({
+  ...input("webhookUrl"),
   pattern: "^https?://[\\x21-\\x7e]+$",
   maxLength: WEBHOOK_URL_MAX_LENGTH,
   description: "http:// or https:// URL",

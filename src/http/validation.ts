@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type Options } from "ajv";
 import type { FastifySchemaCompiler } from "fastify";
 import { capDetails, type FieldError } from "../domain/errors.js";
 import { MAX_VALIDATION_DETAILS } from "../domain/limits.js";
+import { inputMessage, isInputKind } from "../domain/messages.js";
 
 /**
  * Fastify's default validator coerces types, drops extra fields and stops at the first error.
@@ -9,11 +10,14 @@ import { MAX_VALIDATION_DETAILS } from "../domain/limits.js";
  * bodies get their own Ajv; query strings and path parameters arrive as text and are coerced.
  */
 const common: Options = { allErrors: true, strict: false, removeAdditional: false, useDefaults: false };
-/** verbose: errors carry their parentSchema, so a union can name its own message (MESSAGE_KEYWORD). */
+/**
+ * verbose: errors carry their parentSchema and the value, so a union can name its own message
+ * (MESSAGE_KEYWORD) and a field of a known kind gets the message that quotes it (INPUT_KIND_KEYWORD).
+ */
 const bodyAjv = new Ajv({ ...common, coerceTypes: false, verbose: true });
 /** Stops at the first error: decides valid/invalid at the cost of one pass, whatever the body holds. */
 const firstErrorAjv = new Ajv({ ...common, allErrors: false, coerceTypes: false });
-const textAjv = new Ajv({ ...common, coerceTypes: true });
+const textAjv = new Ajv({ ...common, coerceTypes: true, verbose: true });
 
 export type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
@@ -51,6 +55,7 @@ export function boundedBodyValidator(schema: SchemaNode): Validate {
 /** The parts of a JSON schema the structural scan follows (TypeBox objects and arrays). */
 export interface SchemaNode {
   type?: unknown;
+  [INPUT_KIND_KEYWORD]?: unknown;
   properties?: Record<string, SchemaNode>;
   additionalProperties?: unknown;
   items?: SchemaNode;
@@ -74,7 +79,8 @@ function structuralErrors(schema: SchemaNode, data: unknown): StructuralFindings
     if (node.type === "array" && Array.isArray(value)) {
       if (node.maxItems !== undefined && value.length > node.maxItems) {
         findings.arrayTooLong = true;
-        report(ajvError("maxItems", instancePath, { limit: node.maxItems }, `must have at most ${node.maxItems} items`));
+        const error = ajvError("maxItems", instancePath, { limit: node.maxItems }, `must have at most ${node.maxItems} items`);
+        report({ ...error, parentSchema: node, data: value });
         return;
       }
       if (node.items) for (let i = 0; i < value.length; i++) visit(node.items, value[i], `${instancePath}/${i}`);
@@ -112,6 +118,12 @@ const TRUNCATED_KEYWORD = "truncated";
 /** A schema annotation: the message for a value that matches none of a union's forms. */
 export const MESSAGE_KEYWORD = "x-message";
 
+/**
+ * A schema annotation: what the field holds (an InputKind of src/domain/messages.ts). A value its
+ * schema refuses, for whatever keyword, gets that kind's message, the one the client gives too.
+ */
+export const INPUT_KIND_KEYWORD = "x-input";
+
 /** `/transfers/17/points` → `transfers[17].points` (the `details.path` form of docs/api.md). */
 export function toFieldPath(instancePath: string, property?: string): string {
   let path = "";
@@ -126,6 +138,9 @@ export function toFieldPath(instancePath: string, property?: string): string {
 }
 
 function messageOf(error: ErrorObject): string {
+  const parentSchema = error.parentSchema as SchemaNode | undefined;
+  const kind = parentSchema?.[INPUT_KIND_KEYWORD];
+  if (isInputKind(kind)) return inputMessage(kind, error.data, parentSchema?.maxItems);
   switch (error.keyword) {
     case "additionalProperties":
       return "is not an allowed field";

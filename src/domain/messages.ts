@@ -1,0 +1,98 @@
+import { ADDRESS_PATTERN } from "./address.js";
+import { ID_MAX_LENGTH } from "./batch.js";
+import { QUOTED_VALUE_MAX_LENGTH, WEBHOOK_URL_MAX_LENGTH } from "./limits.js";
+import { POINTS_PATTERN, POINTS_STRING_MAX_LENGTH } from "./points.js";
+
+/**
+ * The texts that say why an input value is refused, declared once. The server's VALIDATION_FAILED
+ * details (src/http/validation.ts for the schema, src/domain/validate.ts for the ledger rules),
+ * the client's checks before it sends (src/client/plan.ts) and the console (through the client)
+ * all take them from here, so the same bad value reads the same wherever it is caught. Each text
+ * starts with the value as given, quoted, and says what is expected; the field's name goes beside
+ * it (`details.path` in an answer, a prefix in the client's and the CLI's lines).
+ */
+
+/** What a field holds, for the messages that depend on it (a schema annotation, see INPUT_KIND_KEYWORD). */
+export const INPUT_KINDS = ["points", "address", "id", "webhookUrl", "transfers"] as const;
+export type InputKind = (typeof INPUT_KINDS)[number];
+
+export function isInputKind(value: unknown): value is InputKind {
+  return typeof value === "string" && (INPUT_KINDS as readonly string[]).includes(value);
+}
+
+/**
+ * The value as the message shows it: JSON, so a string is quoted and control characters are
+ * escaped, cut to QUOTED_VALUE_MAX_LENGTH characters so the answer stays small whatever was sent.
+ */
+export function quoted(value: unknown): string {
+  if (value === undefined) return "nothing";
+  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
+  const clipped = text.length > QUOTED_VALUE_MAX_LENGTH ? `${text.slice(0, QUOTED_VALUE_MAX_LENGTH - 3)}...` : text;
+  return typeof value === "string" ? JSON.stringify(clipped) : clipped;
+}
+
+const POINTS_REGEX = new RegExp(POINTS_PATTERN);
+
+/** A `points` value that is not an amount the service takes (parsePoints returned null). */
+export function pointsMessage(value: unknown): string {
+  if (typeof value === "string" && value.length <= POINTS_STRING_MAX_LENGTH && POINTS_REGEX.test(value)) {
+    // Of the right form, so only its size is wrong.
+    return `${quoted(value)} is more than the largest amount, 10^18 points`;
+  }
+  return `${quoted(value)} is not a decimal points string (e.g. "12.5", up to 12 decimals)`;
+}
+
+/** A points value of 0 where a transfer or a credit must move something. */
+export const POINTS_ZERO_MESSAGE = "must be greater than 0";
+
+/** A recipient the ledger refuses, whatever its spelling. */
+export const ZERO_ADDRESS_MESSAGE = "must not be the zero address";
+export const CONTRACT_ITSELF_MESSAGE = "must not be the contract itself";
+
+const ADDRESS_REGEX = new RegExp(ADDRESS_PATTERN);
+
+/** An address that parseAddress refused: not 0x + 40 hex, or mixed case that is not its EIP-55 checksum. */
+export function addressMessage(value: unknown): string {
+  if (typeof value === "string" && ADDRESS_REGEX.test(value)) {
+    return `${quoted(value)} is not a valid address: its mixed case is not the EIP-55 checksum (write it all lowercase, or checksummed)`;
+  }
+  return `${quoted(value)} is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)`;
+}
+
+/** batchId, creditId, snapshotId (ID_PATTERN). */
+export function idMessage(value: unknown): string {
+  return `${quoted(value)} is not a valid id (1 to ${ID_MAX_LENGTH} of A-Z a-z 0-9 . _ : -, and not "." or "..")`;
+}
+
+/** A webhook endpoint's url, refused by its form (the target checks come later, in the route). */
+export function webhookUrlMessage(value: unknown): string {
+  return `${quoted(value)} is not an http:// or https:// URL (printable ASCII without spaces, up to ${WEBHOOK_URL_MAX_LENGTH} characters)`;
+}
+
+/** A batch's `transfers` with fewer than one or more than `maxTransfers` items. */
+export function transferCountMessage(count: number | null, maxTransfers: number): string {
+  if (count !== null && count > maxTransfers) return `holds ${count} transfers, more than ${maxTransfers} (MAX_TRANSFERS_PER_BATCH)`;
+  if (count === 0) return "must hold at least 1 transfer";
+  return `must be a list of 1 to ${maxTransfers} transfers`;
+}
+
+/** The 413 of a body over BODY_LIMIT_BYTES. */
+export function bodyTooLargeMessage(limitBytes: number): string {
+  return `request body exceeds the size limit of ${limitBytes} bytes (BODY_LIMIT_BYTES)`;
+}
+
+/** The message for a value of `kind` that its schema refused (`value` as sent; `maxItems` the schema's, for `transfers`). */
+export function inputMessage(kind: InputKind, value: unknown, maxItems = 0): string {
+  switch (kind) {
+    case "points":
+      return pointsMessage(value);
+    case "address":
+      return addressMessage(value);
+    case "id":
+      return idMessage(value);
+    case "webhookUrl":
+      return webhookUrlMessage(value);
+    case "transfers":
+      return transferCountMessage(Array.isArray(value) ? value.length : null, maxItems);
+  }
+}
