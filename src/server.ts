@@ -44,3 +44,31 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
     })());
   return { app, store, worker, url, stop };
 }
+
+/**
+ * What an operator reads at start-up, besides the JSON log: where the API, the console and the
+ * docs are, and whether the admin API is off. `serve` writes these lines to stderr, always (not
+ * only on a TTY): stdout stays the JSON log, one object per line, for whatever collects it.
+ */
+export function startupLines(url: string, config: Pick<Config, "adminToken">): string[] {
+  const base = browsableUrl(url);
+  const lines = [
+    `points-ledger is listening on ${base}`,
+    `  API:      ${base}/v1`,
+    `  console:  ${base}/console`,
+    `  API docs: ${base}/docs`,
+  ];
+  if (config.adminToken === null) {
+    lines.push("warning: ADMIN_TOKEN is not set: the admin API (/v1/admin) and the console's admin screens are off");
+  }
+  return lines;
+}
+
+export const STOPPED_LINE = "points-ledger stopped";
+
+/** A server bound to every IPv6 interface reports http://[::]:port, which a browser cannot open; localhost reaches it. */
+function browsableUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.hostname === "[::]" || parsed.hostname === "0.0.0.0") parsed.hostname = "localhost";
+  return parsed.origin;
+}

@@ -4,7 +4,7 @@ import { checksumAddress } from "../domain/address.js";
 import { ASSET_PATTERN, MAX_BLOCK } from "../domain/batch.js";
 import { requireAddress, requirePoints } from "../domain/validate.js";
 import { createWorker } from "../worker/index.js";
-import { startServer } from "../server.js";
+import { STOPPED_LINE, startServer, startupLines } from "../server.js";
 import { openStore } from "../store/open.js";
 import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { LedgerStore } from "../store/store.js";
@@ -46,6 +46,7 @@ const serve: Command = async (_args, _options, config) => {
   const settings = config();
   const server = await startServer(settings);
   server.app.log.info({ url: server.url, database: settings.databaseUrl.replace(/\/\/[^@]*@/, "//***@") }, "points-ledger listening");
+  process.stderr.write(`${startupLines(server.url, settings).join("\n")}\n`);
   const signal = await shutdownSignal();
   server.app.log.info({ signal }, "shutting down");
   const timer = setTimeout(() => {
@@ -53,7 +54,10 @@ const serve: Command = async (_args, _options, config) => {
     process.exit(1);
   }, settings.shutdownTimeoutMs);
   timer.unref();
+  const stoppingMs = performance.now();
   await server.stop();
+  server.app.log.info({ signal, ms: Math.round(performance.now() - stoppingMs) }, "stopped");
+  process.stderr.write(`${STOPPED_LINE}\n`);
   return 0;
 };
 

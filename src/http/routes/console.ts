@@ -6,7 +6,7 @@ import { notFound } from "../../domain/errors.js";
 
 /**
  * GET /console: the operator console (src/console), built by `npm run build` into dist/console
- * and served as static files. The page talks to this same origin only, so its
+ * and served as static files; GET / leads there, and /favicon.ico is its icon. The page talks to this same origin only, so its
  * Content-Security-Policy allows nothing else: no other host can be loaded, framed or posted to.
  */
 
@@ -26,6 +26,19 @@ const CONTENT_SECURITY_POLICY = [
 
 /** Hashed asset names change with their content: they may be cached for good. The page itself never is. */
 const ASSET_MAX_AGE_SECONDS = 365 * 24 * 3600;
+
+/**
+ * The icon browsers ask /favicon.ico for (the console's page names none): a "P" on a rounded
+ * square, as SVG text so it is source like the rest and needs no build step. Browsers take an SVG
+ * there when its content type says so. Its name never changes with its content, so it is cached
+ * for a day, not for good.
+ */
+const FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">' +
+  '<rect width="32" height="32" rx="7" fill="#1f4e79"/>' +
+  '<path d="M11 25V7h6.5a5.5 5.5 0 0 1 0 11H11" fill="none" stroke="#fff" stroke-width="3.5" stroke-linejoin="round"/>' +
+  "</svg>";
+const FAVICON_MAX_AGE_SECONDS = 24 * 3600;
 
 export function consoleBuildDir(): string | null {
   for (const candidate of BUILD_CANDIDATES) {
@@ -50,6 +63,11 @@ export async function consoleRoutes(app: FastifyInstance): Promise<void> {
     if (page === null) throw notFound("the console is not built: run `npm run build`");
     return secureHeaders(reply).header("cache-control", "no-cache").type("text/html; charset=utf-8").send(page);
   };
+  // The service's root has nothing of its own: a browser pointed at it lands on the console.
+  app.get("/", { schema: { hide: true } }, async (_request, reply) => reply.redirect("/console/", 302));
+  app.get("/favicon.ico", { schema: { hide: true } }, async (_request, reply) =>
+    secureHeaders(reply).header("cache-control", `public, max-age=${FAVICON_MAX_AGE_SECONDS}`).type("image/svg+xml").send(FAVICON_SVG),
+  );
   app.get("/console", { schema: { hide: true } }, async (_request, reply) => reply.redirect("/console/", 301));
   app.get("/console/", { schema: { hide: true } }, sendPage);
   if (root !== null) {
