@@ -119,6 +119,21 @@ function describeMessages(name: string, open: () => Promise<Fixture>, skip: bool
       ]);
     });
 
+    it("names a bad time and a bad cursor in a query", async () => {
+      const response = await app.send({
+        method: "GET",
+        url: `/v1/contracts/${ledger.contract}/batches?createdBefore=2026-01-31&cursor=${"%24".repeat(3)}`,
+        token: ledger.token,
+      });
+      expect(details(response)).toEqual([
+        {
+          path: "createdBefore",
+          message: '"2026-01-31" is not an ISO 8601 UTC time (e.g. "2026-01-31T12:00:00Z", optionally with .123 milliseconds)',
+        },
+        { path: "cursor", message: '"$$$" is not a cursor returned by this service (pass back the previous page\'s `cursor` as it is)' },
+      ]);
+    });
+
     it("asks for at least 1 transfer, and names the count past MAX_TRANSFERS_PER_BATCH", async () => {
       expect(details(await putBatch([]))).toEqual([{ path: "transfers", message: "must hold at least 1 transfer" }]);
       const tooMany = Array.from({ length: MAX_TRANSFERS + 2 }, () => ({ toAddress: randomAddress(), points: "1" }));

@@ -13,7 +13,7 @@ import { POINTS_PATTERN, POINTS_STRING_MAX_LENGTH } from "./points.js";
  */
 
 /** What a field holds, for the messages that depend on it (a schema annotation, see INPUT_KIND_KEYWORD). */
-export const INPUT_KINDS = ["points", "address", "id", "webhookUrl", "transfers"] as const;
+export const INPUT_KINDS = ["points", "address", "id", "webhookUrl", "transfers", "time", "cursor"] as const;
 export type InputKind = (typeof INPUT_KINDS)[number];
 
 export function isInputKind(value: unknown): value is InputKind {
@@ -69,6 +69,16 @@ export function webhookUrlMessage(value: unknown): string {
   return `${quoted(value)} is not an http:// or https:// URL (printable ASCII without spaces, up to ${WEBHOOK_URL_MAX_LENGTH} characters)`;
 }
 
+/** A time in a query or body (createdBefore, createdAfter, since). */
+export function timeMessage(value: unknown): string {
+  return `${quoted(value)} is not an ISO 8601 UTC time (e.g. "2026-01-31T12:00:00Z", optionally with .123 milliseconds)`;
+}
+
+/** A listing cursor the service cannot have given out. */
+export function cursorMessage(value: unknown): string {
+  return `${quoted(value)} is not a cursor returned by this service (pass back the previous page's \`cursor\` as it is)`;
+}
+
 /** A batch's `transfers` with fewer than one or more than `maxTransfers` items. */
 export function transferCountMessage(count: number | null, maxTransfers: number): string {
   if (count !== null && count > maxTransfers) return `holds ${count} transfers, more than ${maxTransfers} (MAX_TRANSFERS_PER_BATCH)`;
@@ -94,5 +104,9 @@ export function inputMessage(kind: InputKind, value: unknown, maxItems = 0): str
       return webhookUrlMessage(value);
     case "transfers":
       return transferCountMessage(Array.isArray(value) ? value.length : null, maxItems);
+    case "time":
+      return timeMessage(value);
+    case "cursor":
+      return cursorMessage(value);
   }
 }

@@ -33,6 +33,11 @@ const PRINTABLE_PATTERN = "^[\\x20-\\x7e]+$";
 /** Marks what a field holds, so its refusal quotes the value with the message the client gives too (src/domain/messages.ts). */
 const input = (kind: InputKind) => ({ [INPUT_KIND_KEYWORD]: kind });
 
+/** A time a client writes in a query or body (createdBefore, since). */
+const IsoTime = Type.String({ ...input("time"), pattern: ISO_TIME_PATTERN });
+/** A listing cursor, passed back as the service gave it. */
+const Cursor = Type.String({ ...input("cursor"), pattern: CURSOR_PATTERN, maxLength: CURSOR_MAX_LENGTH });
+
 export const Address = Type.String({
   ...input("address"),
   pattern: ADDRESS_PATTERN,
@@ -83,11 +88,11 @@ export function listQuerySchema(config: Pick<Config, "pointTypes">) {
     {
       pointType: Type.Optional(pointTypeSchema(config)),
       status: Type.Optional(StatusSchema),
-      createdBefore: Type.Optional(Type.String({ pattern: ISO_TIME_PATTERN })),
-      createdAfter: Type.Optional(Type.String({ pattern: ISO_TIME_PATTERN })),
+      createdBefore: Type.Optional(IsoTime),
+      createdAfter: Type.Optional(IsoTime),
       sort: Type.Optional(Type.Union([Type.Literal("ASC"), Type.Literal("DESC")])),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
-      cursor: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, maxLength: CURSOR_MAX_LENGTH })),
+      cursor: Type.Optional(Cursor),
     },
     closed,
   );
@@ -105,6 +110,7 @@ const eventTypesQuery = Type.String({
   description: "comma-separated event types",
 });
 const eventCursorQuery = Type.String({
+  ...input("cursor"),
   pattern: CURSOR_PATTERN,
   maxLength: CURSOR_MAX_LENGTH,
   description: "a cursor from an earlier answer",
@@ -148,7 +154,7 @@ export const OperatorBody = Type.Object({ operatorAddress: Address }, { ...close
 /** GET /v1/admin/contracts: cursor paging only, with the listings' limit bounds. */
 export const ContractsQuery = Type.Object(
   {
-    cursor: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, maxLength: CURSOR_MAX_LENGTH })),
+    cursor: Type.Optional(Cursor),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
   },
   closed,
@@ -327,7 +333,7 @@ export const DeliveriesQuery = Type.Object(
   },
   closed,
 );
-export const RecoverBody = Type.Object({ since: Type.String({ pattern: ISO_TIME_PATTERN }) }, { ...closed, ...docs.recoverBodyDocs });
+export const RecoverBody = Type.Object({ since: IsoTime }, { ...closed, ...docs.recoverBodyDocs });
 
 const WebhookEndpointJson = Type.Object({
   id: Type.String(),
@@ -378,7 +384,7 @@ export function transfersQuerySchema(config: Pick<Config, "pointTypes">) {
       toAddress: Type.Optional(Address),
       pointType: Type.Optional(pointTypeSchema(config)),
       status: Type.Optional(StatusSchema),
-      cursor: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, maxLength: CURSOR_MAX_LENGTH })),
+      cursor: Type.Optional(Cursor),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
     },
     closed,
