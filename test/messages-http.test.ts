@@ -6,6 +6,7 @@
  * src/domain/messages.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PointsInputError, PublicClient } from "../src/client/index.js";
 import { mergeTransfers } from "../src/client/plan.js";
 import { previewDistribution } from "../src/console/src/lib/upload.js";
 import type { LedgerStore } from "../src/store/store.js";
@@ -98,6 +99,11 @@ function describeMessages(name: string, open: () => Promise<Fixture>, skip: bool
       expect(details(challenge)).toEqual([
         { path: "contractAddress", message: '"0xnope" is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)' },
       ]);
+      // The client refuses it before sending, with the same detail.
+      const client = new PublicClient({ baseUrl: "http://127.0.0.1:9" });
+      const refusal = await client.requestChallenge("0xnope", ledger.operatorAccount.address).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(PointsInputError);
+      expect((refusal as PointsInputError).details).toEqual(details(challenge));
       const proof = await app.send({ method: "GET", url: "/v1/snapshots/s-1/proofs/0xnope", token: app.adminToken });
       expect(details(proof)).toEqual([
         { path: "address", message: '"0xnope" is not a valid address (0x + 40 hex, EIP-55 checksum if mixed case)' },
