@@ -163,7 +163,8 @@ function messageOf(error: ErrorObject): string {
  * field several times; keep one message per path, preferring the most specific.
  */
 export function fieldErrorsOf(errors: ErrorObject[]): FieldError[] {
-  const byPath = new Map<string, string>();
+  /** A union's own message, or the error whose message is made if the answer lists its field. */
+  const byPath = new Map<string, string | ErrorObject>();
   /** Paths whose union named its own message: the branches' messages ("must be null") would mislead. */
   const named = new Set<string>();
   let more = 0;
@@ -185,11 +186,15 @@ export function fieldErrorsOf(errors: ErrorObject[]): FieldError[] {
       byPath.set(path, ownMessage);
       named.add(path);
     } else if (!byPath.has(path) || error.keyword !== "anyOf") {
-      byPath.set(path, messageOf(error));
+      byPath.set(path, error);
     }
   }
-  return capDetails(
-    [...byPath].map(([path, message]) => ({ path, message })),
-    more,
-  );
+  // Messages quote the values they refuse: make them only for the fields the answer lists (a
+  // batch of 2,000 bad transfers has 4,000 offending fields; the answer names 100).
+  const entries = [...byPath];
+  const listed = entries.slice(0, MAX_VALIDATION_DETAILS).map(([path, source]) => ({
+    path,
+    message: typeof source === "string" ? source : messageOf(source),
+  }));
+  return capDetails(listed, more + entries.length - listed.length);
 }
