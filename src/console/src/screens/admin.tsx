@@ -94,7 +94,7 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
   return (
     <>
       {result && (
-        <p role={result.ok ? "status" : "alert"} class={result.ok ? "notice" : "error"}>
+        <p role={result.ok ? "status" : "alert"} class={`${result.ok ? "notice" : "error"} mono-wrap`}>
           {result.text}
         </p>
       )}

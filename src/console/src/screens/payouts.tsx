@@ -321,7 +321,9 @@ function TransfersExport({ operator, pointTypes }: { operator: PointsClient; poi
   };
   return (
     <section aria-labelledby="transfers-export-title">
-      <h3 id="transfers-export-title">Transfers of {operator.contractAddress} (transfers.csv)</h3>
+      <h3 id="transfers-export-title" class="mono-wrap">
+        Transfers of {operator.contractAddress} (transfers.csv)
+      </h3>
       <div class="filters">
         <label>
           Recipient (optional)
@@ -425,7 +427,7 @@ function DownloadButton(props: { label: string; filename: string; type: string; 
         )}
       </div>
       {progress && (
-        <p role="status" class="muted" data-testid="download-progress">
+        <p role="status" class="muted mono-wrap" data-testid="download-progress">
           {progress.done ? `Saved ${props.filename} (${byteText(progress.bytes)}).` : `Downloading… ${byteText(progress.bytes)}`}
         </p>
       )}
