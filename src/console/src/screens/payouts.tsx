@@ -22,8 +22,8 @@ const SNAPSHOT_DECIMALS_MIN = POINT_DECIMALS;
 const SNAPSHOT_DECIMALS_MAX = 36;
 const SNAPSHOT_DECIMALS_DEFAULT = 18;
 const MEASURES: { value: SnapshotMeasure; text: string }[] = [
-  { value: "available", text: "available (what each address holds now)" },
-  { value: "receivedCumulative", text: "receivedCumulative (all ever received)" },
+  { value: "available", text: "what each address holds now" },
+  { value: "receivedCumulative", text: "all each address ever received" },
 ];
 
 export interface PayoutsProps {
@@ -77,10 +77,14 @@ function Snapshots({ reader, admin, pointTypes }: PayoutsProps) {
           Taking a snapshot needs the admin token (Admin screen). Reading one needs it too, unless the service has PUBLIC_READS.
         </p>
       ) : (
-        <TakeSnapshot admin={admin} pointTypes={pointTypes} onTaken={show} />
+        <>
+          <h3>Take a snapshot</h3>
+          <TakeSnapshot admin={admin} pointTypes={pointTypes} onTaken={show} />
+        </>
       )}
+      <h3>Open a snapshot</h3>
       <form
-        class="filters"
+        class="inline-form"
         onSubmit={(e) => {
           e.preventDefault();
           if (openId.trim() !== "") open(openId.trim());
@@ -167,7 +171,7 @@ function TakeSnapshot(props: { admin: PointsAdminClient; pointTypes: string[]; o
         Measure
         <select name="measure" value={measure} onChange={(e) => setMeasure(e.currentTarget.value as SnapshotMeasure)}>
           {MEASURES.map((m) => (
-            <option value={m.value}>{m.text}</option>
+            <option value={m.value}>{m.value}</option>
           ))}
         </select>
       </label>
@@ -184,7 +188,9 @@ function TakeSnapshot(props: { admin: PointsAdminClient; pointTypes: string[]; o
           <dt>Point type</dt>
           <dd>{pointType}</dd>
           <dt>Measure</dt>
-          <dd>{measure}</dd>
+          <dd>
+            {measure} ({MEASURES.find((m) => m.value === measure)?.text})
+          </dd>
           <dt>Decimals</dt>
           <dd>
             {decimals} (each leaf's amount is points × 10^{decimals})
@@ -258,7 +264,7 @@ function ProofLookup({ snapshot, reader }: { snapshot: Snapshot; reader: PublicC
   return (
     <>
       <h3>Proof of an address</h3>
-      <form class="filters" onSubmit={look}>
+      <form class="inline-form" onSubmit={look}>
         <label>
           Address
           <input name="proofAddress" class="mono" value={address} onInput={(e) => setAddress(e.currentTarget.value)} placeholder="0x…" />
@@ -353,13 +359,13 @@ function TransfersExport({ operator, pointTypes }: { operator: PointsClient; poi
             ))}
           </select>
         </label>
-        <DownloadButton
-          label="Download transfers.csv"
-          filename={`transfers-${operator.contractAddress}.csv`}
-          type="text/csv"
-          open={(signal) => operator.exportTransfersCsv(filters, { signal })}
-        />
       </div>
+      <DownloadButton
+        label="Download transfers.csv"
+        filename={`transfers-${operator.contractAddress}.csv`}
+        type="text/csv"
+        open={(signal) => operator.exportTransfersCsv(filters, { signal })}
+      />
     </section>
   );
 }
@@ -379,13 +385,13 @@ function BalancesExport({ admin, pointTypes }: { admin: PointsAdminClient; point
             ))}
           </select>
         </label>
-        <DownloadButton
-          label="Download balances.csv"
-          filename="balances.csv"
-          type="text/csv"
-          open={(signal) => admin.exportBalancesCsv({ pointType: pointType || undefined }, { signal })}
-        />
       </div>
+      <DownloadButton
+        label="Download balances.csv"
+        filename="balances.csv"
+        type="text/csv"
+        open={(signal) => admin.exportBalancesCsv({ pointType: pointType || undefined }, { signal })}
+      />
     </section>
   );
 }
