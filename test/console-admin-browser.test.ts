@@ -286,7 +286,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the admin console and payouts in Chromium", () 
     await context.close();
   });
 
-  it("signs in with an operator token and downloads transfers.csv with the filters applied", async () => {
+  it("signs in with an operator token, downloads transfers.csv with the filters applied, and refuses a wrong admin token on the Admin screen", async () => {
     const client = new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: operatorKey });
     await client.submitBatch("export-a", {
       pointType: "PHASE2_POINTS",
@@ -315,6 +315,15 @@ describe.skipIf(!HAVE_CHROMIUM)("the admin console and payouts in Chromium", () 
     expect(rows.slice(1).every((row) => row.includes(recipient(20)))).toBe(true);
     await checkLayout(page, "payouts-operator", "main");
     watch.check();
+    // The operator console's Admin screen checks an admin token at once too.
+    await page.evaluate(() => (location.hash = "#/admin"));
+    await heading(page, "Admin");
+    await page.getByLabel("Admin token").fill("not-the-admin-token");
+    await page.getByRole("button", { name: "Use admin token" }).click();
+    await page.getByRole("alert").waitFor({ timeout: WAIT_MS });
+    expect(await page.getByRole("alert").innerText()).toMatch(/not a valid token/);
+    expect(await page.getByLabel("Operator address").count()).toBe(0);
+    watch.check(true);
     await context.close();
   });
 
