@@ -124,14 +124,15 @@ async function checkLayout(page: Page, name: string, scope: "page" | "main" = "p
       const found: string[] = [];
       const viewport = window.innerWidth;
       const root = scope === "page" ? document.documentElement : document.querySelector("main")!;
-      if (root.scrollWidth > root.clientWidth) {
-        const widest = [...document.querySelectorAll<HTMLElement>("body *")]
+      const room = scope === "page" ? viewport : root.clientWidth;
+      if (root.scrollWidth > room) {
+        const widest = Array.from(root.querySelectorAll<HTMLElement>("*"))
           .filter((element) => element.getBoundingClientRect().right > viewport + 0.5)
           .map((element) => `${element.tagName}.${element.className}`)
           .slice(0, 5);
-        found.push(`${scope} scrolls: ${root.scrollWidth} > ${root.clientWidth} (${widest.join(", ")})`);
+        found.push(`${scope} scrolls: ${root.scrollWidth} > ${room} (${widest.join(", ")})`);
       }
-      for (const element of document.querySelectorAll<HTMLElement>("button, input, select, th, td, dd, h1, h2, h3, p")) {
+      for (const element of Array.from(document.querySelectorAll<HTMLElement>("button, input, select, th, td, dd, h1, h2, h3, p"))) {
         const box = element.getBoundingClientRect();
         if (box.width === 0 || element.closest("dialog:not([open]), .table-wrap")) continue;
         if (scope === "main" && element.closest("header.top")) continue;
