@@ -281,6 +281,20 @@ describe.skipIf(!HAVE_CHROMIUM)("the admin console and payouts in Chromium", () 
     const expected = await (await admin.exportBalancesCsv({ pointType: "PHASE2_POINTS" })).text();
     expect(file.text).toBe(expected);
     expect(file.text).toContain(`${recipient(4)},PHASE2_POINTS,5.000000000001`);
+    watch.check();
+  });
+
+  it("asks before a login link replaces the admin console, and declining keeps it", async () => {
+    const link = new URL(await consoleLoginLink(contract, operatorKey));
+    await page.evaluate((hash) => (location.hash = hash), link.hash);
+    const question = page.getByTestId("login-switch");
+    await question.waitFor({ timeout: WAIT_MS });
+    expect(await question.getByTestId("link-contract").innerText()).toBe(contract);
+    expect(await question.innerText()).toContain("admin console");
+    await question.getByRole("button", { name: "Keep the admin console" }).click();
+    await question.waitFor({ state: "detached", timeout: WAIT_MS });
+    await heading(page, "Payouts");
+    expect(await page.evaluate((key) => sessionStorage.getItem(key), SESSION_KEY)).toBeNull();
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByText("Signed out.").waitFor({ timeout: WAIT_MS });
     watch.check();
