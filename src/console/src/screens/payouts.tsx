@@ -327,9 +327,7 @@ function TransfersExport({ operator, pointTypes }: { operator: PointsClient; poi
   };
   return (
     <section aria-labelledby="transfers-export-title">
-      <h3 id="transfers-export-title" class="mono-wrap">
-        Transfers of {operator.contractAddress} (transfers.csv)
-      </h3>
+      <h3 id="transfers-export-title">This contract's transfers (transfers.csv)</h3>
       <div class="filters">
         <label>
           Recipient (optional)
