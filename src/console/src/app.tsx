@@ -1,8 +1,8 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
-import { PointsClient, PublicClient, parseConsoleLogin, type Parameters } from "../../client/index.js";
+import { PointsClient, PublicClient, type Parameters } from "../../client/index.js";
 import { ConsoleContext, type ConsoleState, type FeedEntry } from "./context.js";
 import { errorText, isSessionOver } from "./lib/errors.js";
-import { forgetSession, loadSession, saveSession, type StoredSession } from "./lib/session-store.js";
+import { forgetSession, loadAdminSession, loadSession, saveAdminSession, saveSession, type StoredSession } from "./lib/session-store.js";
 import { SignIn } from "./screens/sign-in.js";
 import { Overview } from "./screens/overview.js";
 import { Batches } from "./screens/batches.js";
@@ -12,6 +12,9 @@ import { Recipients } from "./screens/recipients.js";
 import { LiveFeed } from "./screens/live-feed.js";
 import { Webhooks } from "./screens/webhooks.js";
 import { Admin } from "./screens/admin.js";
+import { Payouts } from "./screens/payouts.js";
+import { AdminShell } from "./admin-shell.js";
+import { LoginSwitchDialog, useLoginLink, type OpenSession } from "./login-link.js";
 
 /** Events kept for the live feed screen; older ones drop off. */
 const FEED_LIMIT = 200;
@@ -26,6 +29,7 @@ export const SCREENS = [
   { path: "recipients", title: "Recipients" },
   { path: "events", title: "Live feed" },
   { path: "webhooks", title: "Webhooks" },
+  { path: "payouts", title: "Payouts" },
   { path: "admin", title: "Admin" },
 ] as const;
 
@@ -44,8 +48,11 @@ export function App() {
   const service = useMemo(() => new PublicClient({ baseUrl: location.origin }), []);
   const [parameters, setParameters] = useState<Parameters | null>(null);
   const [session, setSession] = useState<StoredSession | null>(loadSession);
+  // Signed in with the admin token alone (no operator session): the admin console.
+  const [adminToken, setAdminToken] = useState<string | null>(() => (loadSession() === null ? loadAdminSession() : null));
   const [notice, setNotice] = useState<string | null>(null);
   const [startError, setStartError] = useState<string | null>(null);
+  const route = useHashRoute();
 
   useEffect(() => {
     service.getParameters().then(setParameters, (error: unknown) => setStartError(errorText(error)));
@@ -54,17 +61,29 @@ export function App() {
   const signIn = useCallback((next: StoredSession) => {
     saveSession(next);
     setNotice(null);
+    setAdminToken(null);
     setSession(next);
     if (!location.hash.startsWith("#/")) location.hash = "#/overview";
+  }, []);
+
+  const signInAdmin = useCallback((token: string) => {
+    saveAdminSession(token);
+    setNotice(null);
+    setSession(null);
+    setAdminToken(token);
+    if (!location.hash.startsWith("#/")) location.hash = "#/admin";
   }, []);
 
   const signOut = useCallback((message: string | null) => {
     forgetSession();
     setSession(null);
+    setAdminToken(null);
     setNotice(message);
   }, []);
 
-  useLoginLink(service, parameters, signIn, setNotice);
+  const open: OpenSession =
+    session !== null ? { kind: "operator", contractAddress: session.contractAddress } : adminToken !== null ? { kind: "admin" } : null;
+  const link = useLoginLink(service, parameters, open, signIn, setNotice);
 
   if (startError !== null)
     return (
@@ -80,37 +99,22 @@ export function App() {
         <p>Loading…</p>
       </main>
     );
-  if (session === null) return <SignIn parameters={parameters} notice={notice} onSignedIn={signIn} />;
-  return <SignedIn session={session} parameters={parameters} onSignOut={signOut} />;
-}
-
-/** A `#login=…` fragment (from `points-ledger console-login`) is solved once, then removed from the address bar. */
-function useLoginLink(
-  service: PublicClient,
-  parameters: Parameters | null,
-  signIn: (session: StoredSession) => void,
-  setNotice: (text: string | null) => void,
-) {
-  useEffect(() => {
-    if (parameters === null) return;
-    let login;
-    try {
-      login = parseConsoleLogin(location.hash);
-    } catch (error) {
-      setNotice(errorText(error));
-      history.replaceState(null, "", location.pathname);
-      return;
-    }
-    if (login === null) return;
-    history.replaceState(null, "", `${location.pathname}#/overview`);
-    service.solveChallenge(login.challengeData, login.signature).then(
-      (solved) => signIn({ contractAddress: login.contractAddress, ...solved, via: "link", operatorAddress: null }),
-      (error: unknown) =>
-        setNotice(
-          `This login link cannot be used: it was already used or has expired (${errorText(error)}). Run points-ledger console-login again.`,
-        ),
+  const question = link.pending && <LoginSwitchDialog pending={link.pending} open={open} onAccept={link.accept} onDecline={link.decline} />;
+  if (session !== null)
+    return (
+      <>
+        <SignedIn session={session} parameters={parameters} onSignOut={signOut} />
+        {question}
+      </>
     );
-  }, [parameters]);
+  if (adminToken !== null)
+    return (
+      <>
+        <AdminShell adminToken={adminToken} parameters={parameters} route={route} onSignOut={signOut} />
+        {question}
+      </>
+    );
+  return <SignIn parameters={parameters} notice={notice} onSignedIn={signIn} onAdmin={signInAdmin} />;
 }
 
 function SignedIn(props: { session: StoredSession; parameters: Parameters; onSignOut: (message: string | null) => void }) {
@@ -157,6 +161,8 @@ function Screen({ route }: { route: string[] }) {
       return <LiveFeed />;
     case "webhooks":
       return <Webhooks />;
+    case "payouts":
+      return <Payouts />;
     case "admin":
       return <Admin />;
     default:

@@ -2,6 +2,7 @@ import { createContext } from "preact";
 import { useContext, useEffect, useState } from "preact/hooks";
 import type { LedgerEvent, Parameters, PointsClient } from "../../client/index.js";
 import type { StoredSession } from "./lib/session-store.js";
+import { errorText } from "./lib/errors.js";
 
 export interface FeedEntry {
   cursor: string;
@@ -23,6 +24,12 @@ export interface ConsoleState {
 
 export const ConsoleContext = createContext<ConsoleState | null>(null);
 
+/**
+ * How screens outside the operator console (the admin shell) turn an error into text: the admin
+ * shell ends its session on a refused admin token. Inside the operator console, its `fail` wins.
+ */
+export const FailContext = createContext<(error: unknown) => string>(errorText);
+
 export function useConsole(): ConsoleState {
   const state = useContext(ConsoleContext);
   if (state === null) throw new Error("useConsole outside the signed-in console");
@@ -37,8 +44,14 @@ export interface Loaded<T> {
 }
 
 /** Runs `load` when `deps` change (and on reload); keeps the last data while reloading. */
+/** The `fail` in force: the operator console's, else the FailContext's. */
+export function useFail(): (error: unknown) => string {
+  const outsideFail = useContext(FailContext);
+  return useContext(ConsoleContext)?.fail ?? outsideFail;
+}
+
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
-  const { fail } = useConsole();
+  const fail = useFail();
   const [data, setData] = useState<T | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);

@@ -19,3 +19,18 @@ export function errorText(error: unknown): string {
 export function isSessionOver(error: unknown): boolean {
   return PointsApiError.is(error, "UNAUTHORIZED");
 }
+
+/**
+ * Why a token pasted at sign-in was refused, or null when the error is not a refusal. A 401 or a
+ * wrong admin token means the service does not know the token: "not a valid token", never
+ * "expired or revoked", which would tell an operator to look for a cause that is not there.
+ */
+export function refusedTokenText(error: unknown, contractAddress: string | null): string | null {
+  if (PointsApiError.is(error, "UNAUTHORIZED")) return `${NOT_A_VALID_TOKEN}.`;
+  if (!PointsApiError.is(error, "FORBIDDEN")) return null;
+  if (contractAddress === null) return `${NOT_A_VALID_TOKEN} (the service said: ${error.message}).`;
+  return `This token is valid but not for contract ${contractAddress}: ${error.message}.`;
+}
+
+export const NOT_A_VALID_TOKEN =
+  "This is not a valid token: the service does not accept it. Paste an operator token (plt_…) or an API key (plk_…) of the contract, or the service's admin token";

@@ -15,6 +15,8 @@ export interface StoredSession {
 
 const SESSION_KEY = "points-ledger.console.session";
 const ADMIN_KEY = "points-ledger.console.admin";
+/** Set when the tab signed in with the admin token alone: the admin console, no operator session. */
+const ADMIN_SESSION_KEY = "points-ledger.console.admin-session";
 
 export function loadSession(): StoredSession | null {
   const raw = sessionStorage.getItem(SESSION_KEY);
@@ -29,11 +31,25 @@ export function loadSession(): StoredSession | null {
 
 export function saveSession(session: StoredSession): void {
   sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
+  // An operator session replaces an admin one; the admin token stays for the Admin screen.
+  sessionStorage.removeItem(ADMIN_SESSION_KEY);
 }
 
 export function forgetSession(): void {
   sessionStorage.removeItem(SESSION_KEY);
   sessionStorage.removeItem(ADMIN_KEY);
+  sessionStorage.removeItem(ADMIN_SESSION_KEY);
+}
+
+/** The admin token of an admin session (signed in with the admin token alone), or null. */
+export function loadAdminSession(): string | null {
+  return sessionStorage.getItem(ADMIN_SESSION_KEY) === null ? null : loadAdminToken();
+}
+
+export function saveAdminSession(token: string): void {
+  sessionStorage.removeItem(SESSION_KEY);
+  saveAdminToken(token);
+  sessionStorage.setItem(ADMIN_SESSION_KEY, "1");
 }
 
 export function loadAdminToken(): string | null {

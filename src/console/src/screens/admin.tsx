@@ -1,11 +1,12 @@
-import { useMemo, useState } from "preact/hooks";
-import { PointsAdminClient, type LedgerEvent } from "../../../client/index.js";
+import { useState } from "preact/hooks";
+import { PointsAdminClient, type LedgerEvent, type Parameters } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
 import { parsePoints } from "../../../domain/points.js";
-import { shortTime, useConsole, useLoad } from "../context.js";
+import { shortTime, useConsole, useFail, useLoad } from "../context.js";
 import { displayPoints } from "../lib/amounts.js";
 import { errorText } from "../lib/errors.js";
 import { loadAdminToken, saveAdminToken } from "../lib/session-store.js";
+import { checkedAdminClient } from "../lib/tokens.js";
 import { Pager, useCursorPages } from "../pager.js";
 
 /** Registered contracts shown per page. */
@@ -15,32 +16,69 @@ const ADMIN_EVENTS_SHOWN = 50;
 /** The audit log is read from its start; past this many events the page stops reading. */
 const MAX_EVENTS_SCANNED = 100_000;
 
+/** The operator console's Admin screen: the admin token is asked for here, checked at once, and kept for this tab. */
 export function Admin() {
-  const [token, setToken] = useState<string | null>(loadAdminToken);
-  const [draft, setDraft] = useState("");
-  if (token === null) {
-    return (
-      <section aria-labelledby="admin-title">
-        <h1 id="admin-title">Admin</h1>
-        <p class="muted">Operators and credits need the service's ADMIN_TOKEN. It is kept for this tab only.</p>
-        <form onSubmit={(e) => (e.preventDefault(), saveAdminToken(draft.trim()), setToken(draft.trim()))}>
-          <label>
-            Admin token
-            <input type="password" name="adminToken" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} autoComplete="off" />
-          </label>
-          <button type="submit" disabled={draft.trim() === ""}>
-            Use admin token
-          </button>
-        </form>
-      </section>
-    );
-  }
-  return <AdminForms token={token} onForget={() => (saveAdminToken(null), setToken(null))} />;
+  const { parameters, session } = useConsole();
+  const [admin, setAdmin] = useState<PointsAdminClient | null>(() => adminClientOf(loadAdminToken()));
+  if (admin === null) return <AdminTokenForm onAccepted={(token, client) => (saveAdminToken(token), setAdmin(client))} />;
+  return (
+    <section aria-labelledby="admin-title">
+      <h1 id="admin-title">Admin</h1>
+      <button type="button" onClick={() => (saveAdminToken(null), setAdmin(null))}>
+        Forget admin token
+      </button>
+      <AdminForms admin={admin} parameters={parameters} defaultContract={session.contractAddress} />
+    </section>
+  );
 }
 
-function AdminForms({ token, onForget }: { token: string; onForget(): void }) {
-  const { parameters, session } = useConsole();
-  const admin = useMemo(() => new PointsAdminClient({ baseUrl: location.origin, adminToken: token, retry: { maxAttempts: 2 } }), [token]);
+export function adminClientOf(token: string | null): PointsAdminClient | null {
+  return token === null ? null : new PointsAdminClient({ baseUrl: location.origin, adminToken: token, retry: { maxAttempts: 2 } });
+}
+
+function AdminTokenForm({ onAccepted }: { onAccepted(token: string, client: PointsAdminClient): void }) {
+  const [draft, setDraft] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      // Checked before any form shows: a wrong token is refused here, not on the first action.
+      onAccepted(draft.trim(), await checkedAdminClient(draft.trim()));
+    } catch (failure) {
+      setError(errorText(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="admin-title">
+      <h1 id="admin-title">Admin</h1>
+      <p class="muted">Operators and credits need the service's ADMIN_TOKEN. It is kept for this tab only.</p>
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      <form onSubmit={submit}>
+        <label>
+          Admin token
+          <input type="password" name="adminToken" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} autoComplete="off" />
+        </label>
+        <button type="submit" disabled={busy || draft.trim() === ""}>
+          Use admin token
+        </button>
+      </form>
+    </section>
+  );
+}
+
+/** Operators, registered contracts, credits and the admin events: in the operator console's Admin screen and the admin shell. */
+export function AdminForms(props: { admin: PointsAdminClient; parameters: Parameters; defaultContract: string }) {
+  const { admin, parameters, defaultContract } = props;
+  const fail = useFail();
   const [result, setResult] = useState<{ ok: boolean; text: string } | null>(null);
   const [events, setEvents] = useState<LedgerEvent[] | null>(null);
   // Grows with every operator set here: the list of registered contracts reads again from its first page.
@@ -49,18 +87,14 @@ function AdminForms({ token, onForget }: { token: string; onForget(): void }) {
     try {
       setResult({ ok: true, text: await what() });
     } catch (error) {
-      setResult({ ok: false, text: errorText(error) });
+      setResult({ ok: false, text: fail(error) });
     }
   };
   const form = (event: Event) => Object.fromEntries(new FormData(event.currentTarget as HTMLFormElement)) as Record<string, string>;
   return (
-    <section aria-labelledby="admin-title">
-      <h1 id="admin-title">Admin</h1>
-      <button type="button" onClick={onForget}>
-        Forget admin token
-      </button>
+    <>
       {result && (
-        <p role={result.ok ? "status" : "alert"} class={result.ok ? "notice" : "error"}>
+        <p role={result.ok ? "status" : "alert"} class={`${result.ok ? "notice" : "error"} mono-wrap`}>
           {result.text}
         </p>
       )}
@@ -79,7 +113,7 @@ function AdminForms({ token, onForget }: { token: string; onForget(): void }) {
       >
         <label>
           Contract
-          <input name="contract" class="mono" defaultValue={session.contractAddress} />
+          <input name="contract" class="mono" defaultValue={defaultContract} />
         </label>
         <label>
           Operator address
@@ -106,7 +140,7 @@ function AdminForms({ token, onForget }: { token: string; onForget(): void }) {
       >
         <label>
           Address
-          <input name="address" class="mono" defaultValue={session.contractAddress} />
+          <input name="address" class="mono" defaultValue={defaultContract} />
         </label>
         <label>
           Point type
@@ -147,7 +181,7 @@ function AdminForms({ token, onForget }: { token: string; onForget(): void }) {
           ))}
         </ul>
       )}
-    </section>
+    </>
   );
 }
 

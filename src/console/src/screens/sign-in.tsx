@@ -1,14 +1,17 @@
 import { useEffect, useState } from "preact/hooks";
 import { PointsClient, type Parameters } from "../../../client/index.js";
 import { parseAddress, checksumAddress } from "../../../domain/address.js";
-import { errorText } from "../lib/errors.js";
+import { NOT_A_VALID_TOKEN, errorText, refusedTokenText } from "../lib/errors.js";
 import type { StoredSession } from "../lib/session-store.js";
+import { checkedAdminClient, tokenKind } from "../lib/tokens.js";
 import { discoverWallets, walletSigner, type DiscoveredWallet } from "../lib/wallet.js";
 
 interface Props {
   parameters: Parameters;
   notice: string | null;
   onSignedIn(session: StoredSession): void;
+  /** The admin token was accepted: the admin console opens, without an operator session. */
+  onAdmin(adminToken: string): void;
 }
 
 function contractOf(text: string): string | null {
@@ -16,7 +19,7 @@ function contractOf(text: string): string | null {
   return key === null ? null : checksumAddress(key);
 }
 
-export function SignIn({ parameters, notice, onSignedIn }: Props) {
+export function SignIn({ parameters, notice, onSignedIn, onAdmin }: Props) {
   const [contract, setContract] = useState("");
   const [wallets, setWallets] = useState<DiscoveredWallet[]>([]);
   const [token, setToken] = useState("");
@@ -63,19 +66,23 @@ export function SignIn({ parameters, notice, onSignedIn }: Props) {
 
   const withToken = (event: Event) => {
     event.preventDefault();
+    const pasted = token.trim();
+    const kind = tokenKind(pasted);
+    if (kind === "unsendable") return setError(`${NOT_A_VALID_TOKEN}.`);
+    if (kind === "admin") {
+      setBusy(true);
+      setError(null);
+      checkedAdminClient(pasted)
+        .then(
+          () => onAdmin(pasted),
+          (failure: unknown) => setError(errorText(failure)),
+        )
+        .finally(() => setBusy(false));
+      return;
+    }
     const address = needContract();
     if (address === null) return;
-    void run(async () => {
-      // The token's own expiry is not visible to the page: assume the longest a token lives.
-      const expiresAt = new Date(Date.now() + parameters.BEARER_TOKEN_TTL_SECONDS * 1000).toISOString();
-      const client = new PointsClient({
-        baseUrl: location.origin,
-        contractAddress: address,
-        operator: { bearerToken: token.trim(), expiresAt },
-      });
-      await client.getBalances();
-      return { contractAddress: address, bearerToken: token.trim(), expiresAt, via: "token", operatorAddress: null };
-    });
+    void run(() => operatorTokenSession(address, pasted, parameters));
   };
 
   return (
@@ -125,7 +132,11 @@ export function SignIn({ parameters, notice, onSignedIn }: Props) {
         </p>
       </section>
       <section aria-labelledby="token-title">
-        <h2 id="token-title">Bearer token</h2>
+        <h2 id="token-title">Token</h2>
+        <p class="muted">
+          An operator token (<code>plt_…</code>) or API key (<code>plk_…</code>) of the contract above; or the service's admin token, which
+          opens the admin screens without a contract.
+        </p>
         <form onSubmit={withToken}>
           <label>
             Token
@@ -145,4 +156,18 @@ export function SignIn({ parameters, notice, onSignedIn }: Props) {
       </section>
     </main>
   );
+}
+
+/** A session from a pasted operator token or API key, once the service has answered a read with it. */
+async function operatorTokenSession(address: string, token: string, parameters: Parameters): Promise<StoredSession> {
+  // The token's own expiry is not visible to the page: assume the longest a token lives.
+  const expiresAt = new Date(Date.now() + parameters.BEARER_TOKEN_TTL_SECONDS * 1000).toISOString();
+  const client = new PointsClient({ baseUrl: location.origin, contractAddress: address, operator: { bearerToken: token, expiresAt } });
+  try {
+    await client.getBalances();
+  } catch (error) {
+    const refused = refusedTokenText(error, address);
+    throw refused === null ? error : new Error(refused);
+  }
+  return { contractAddress: address, bearerToken: token, expiresAt, via: "token", operatorAddress: null };
 }
