@@ -20,6 +20,8 @@ import { createSqliteStore } from "../src/store/sqlite/index.js";
 import type { LedgerStore } from "../src/store/store.js";
 import {
   TEST_ENV,
+  addContract,
+  createTestApp,
   expectError,
   injectSender,
   newAccount,
@@ -269,5 +271,28 @@ describe.each(databases)("sealed sign-in challenges on $label", ({ open, skip })
     const solved = await solve(send, challengeData, await operator.signMessage({ message }));
     expect(solved.status).toBe(200);
     expect(solved.headers["cache-control"]).toBe("no-store");
+  });
+});
+
+describe("Cache-Control: no-store on answers carrying a webhook secret (issue 19 item 12)", () => {
+  it("sends no-store with the secret of a new webhook endpoint and of a rotation, and on a 404 rotation too", async () => {
+    const testApp = await createTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: "true" } });
+    try {
+      const { contract, token } = await addContract(testApp);
+      const base = `/v1/contracts/${contract}/webhook-endpoints`;
+      const created = await testApp.send({ method: "POST", url: base, token, body: { url: "http://127.0.0.1:9/hook" } });
+      expect(created.status, created.text).toBe(200);
+      expect(created.headers["cache-control"]).toBe("no-store");
+      const { endpoint } = created.json as { endpoint: { id: string } };
+      const rotated = await testApp.send({ method: "POST", url: `${base}/${endpoint.id}/rotate-secret`, token });
+      expect(rotated.status, rotated.text).toBe(200);
+      expect(rotated.headers["cache-control"]).toBe("no-store");
+      expect((await testApp.send({ method: "DELETE", url: `${base}/${endpoint.id}`, token })).status).toBe(200);
+      const missing = await testApp.send({ method: "POST", url: `${base}/${endpoint.id}/rotate-secret`, token });
+      expect(missing.status).toBe(404);
+      expect(missing.headers["cache-control"]).toBe("no-store");
+    } finally {
+      await testApp.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { challengeMessage, signatureMatches } from "../../auth/challenge.js";
 import { newChallengeNonce, openChallenge, sealChallenge } from "../../auth/challenge-data.js";
@@ -7,16 +7,12 @@ import { hashToken, newBearerToken } from "../../auth/tokens.js";
 import { forbidden, unauthorized } from "../../domain/errors.js";
 import { requireAddress } from "../../domain/validate.js";
 import type { AppContext } from "../context.js";
+import { noStore } from "../no-store.js";
 import { isoTime } from "../present.js";
 import { ChallengeBody, Responses, SolveBody, responses } from "../schemas.js";
 
 const tags = ["dapp-auth"];
 const NOT_A_LIVE_CHALLENGE = "unknown, expired or already used challenge";
-
-/** A challenge or a bearer token is for its one recipient: no browser or proxy cache may keep it. */
-function noStore(reply: FastifyReply): void {
-  void reply.header("cache-control", "no-store");
-}
 
 export function authRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -25,9 +21,12 @@ export function authRoutes(fastify: FastifyInstance, ctx: AppContext): void {
 
   app.post(
     "/v1/dapp-auth/challenge",
-    { config: { rateLimit }, schema: { tags, body: ChallengeBody, response: responses(Responses.challenge, 400, 403, 429) } },
-    async (request, reply) => {
-      noStore(reply);
+    {
+      config: { rateLimit },
+      onRequest: noStore,
+      schema: { tags, body: ChallengeBody, response: responses(Responses.challenge, 400, 403, 429) },
+    },
+    async (request) => {
       const contract = requireAddress(request.body.contractAddress, "contractAddress");
       const operator = requireAddress(request.body.operatorAddress, "operatorAddress");
       if ((await ctx.store.getOperator(contract)) !== operator) {
@@ -49,9 +48,8 @@ export function authRoutes(fastify: FastifyInstance, ctx: AppContext): void {
 
   app.post(
     "/v1/dapp-auth/solve",
-    { config: { rateLimit }, schema: { tags, body: SolveBody, response: responses(Responses.solved, 400, 401, 429) } },
-    async (request, reply) => {
-      noStore(reply);
+    { config: { rateLimit }, onRequest: noStore, schema: { tags, body: SolveBody, response: responses(Responses.solved, 400, 401, 429) } },
+    async (request) => {
       const nowMs = ctx.clock.now();
       const challenge = openChallenge(await challengeKey(), request.body.challengeData);
       if (!challenge || challenge.expiresAtMs <= nowMs) throw unauthorized(NOT_A_LIVE_CHALLENGE);
