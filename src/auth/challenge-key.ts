@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { assertInvariant } from "../domain/errors.js";
 import type { AuthStore } from "../store/store.js";
 
 /** 256 bits: the HMAC-SHA256 key length (RFC 2104 §3 recommends at least the output length). */
@@ -14,10 +15,20 @@ export const CHALLENGE_KEY_BYTES = 32;
 export function challengeKeyOf(store: Pick<AuthStore, "challengeKey">): () => Promise<Buffer> {
   let key: Promise<Buffer> | null = null;
   return () => {
-    key ??= store.challengeKey(randomBytes(CHALLENGE_KEY_BYTES)).catch((error: unknown) => {
-      key = null;
-      throw error;
-    });
+    key ??= store
+      .challengeKey(randomBytes(CHALLENGE_KEY_BYTES))
+      .then((stored) => {
+        // A short key (a row edited by hand) would make challenges forgeable: refuse to sign in with it.
+        assertInvariant(
+          stored.length >= CHALLENGE_KEY_BYTES,
+          `the stored challenge key has ${stored.length} bytes, not ${CHALLENGE_KEY_BYTES}`,
+        );
+        return stored;
+      })
+      .catch((error: unknown) => {
+        key = null;
+        throw error;
+      });
     return key;
   };
 }
