@@ -723,50 +723,37 @@ function authTests({ store, freshWindow }: Fixture): void {
       expect(await store.findToken(randomBytes(32), now)).toBeNull();
     });
 
-    it("consumes a challenge once, and not at or after its expiry", async () => {
+    it("records a challenge nonce as used once: the first use is true, every later one false", async () => {
       const now = await freshWindow();
-      const challenge = (ttlMs: number) => ({
-        challengeId: randomId("ch"),
-        contract: randomAddress(),
-        operator: randomAddress(),
-        message: `Sign in to points-ledger\nnonce: ${randomId("n")}`,
-        createdAtMs: now,
-        expiresAtMs: now + ttlMs,
-      });
-      const live = challenge(300_000);
-      const expiring = challenge(1000);
-      await store.createChallenge(live);
-      await store.createChallenge(expiring);
-      expect(await store.consumeChallenge(live.challengeId, live.expiresAtMs - 1)).toEqual(live);
-      expect(await store.consumeChallenge(live.challengeId, now)).toBeNull();
-      expect(await store.consumeChallenge(expiring.challengeId, expiring.expiresAtMs)).toBeNull();
-      expect(await store.consumeChallenge(randomId("missing"), now)).toBeNull();
+      const nonce = randomBytes(16).toString("hex");
+      expect(await store.useChallengeNonce(nonce, now + 300_000)).toBe(true);
+      expect(await store.useChallengeNonce(nonce, now + 300_000)).toBe(false);
+      expect(await store.useChallengeNonce(randomBytes(16).toString("hex"), now + 300_000)).toBe(true);
     });
 
-    it("purgeExpired deletes expired challenges and tokens and keeps live ones", async () => {
+    it("keeps the first challenge key stored and hands it to every later caller", async () => {
+      const first = await store.challengeKey(randomBytes(32));
+      const second = await store.challengeKey(randomBytes(32));
+      expect(first).toHaveLength(32);
+      expect(second.equals(first)).toBe(true);
+    });
+
+    it("purgeExpired deletes expired tokens and used nonces and keeps live ones", async () => {
       const now = await freshWindow();
       const [contract, operator] = [randomAddress(), randomAddress()];
       await store.setOperator(contract, operator, now);
       const [shortToken, longToken] = [token(contract, operator, now, 10), token(contract, operator, now, 60_000)];
       await store.createToken(shortToken);
       await store.createToken(longToken);
-      const challenge = (ttlMs: number) => ({
-        challengeId: randomId("ch"),
-        contract,
-        operator,
-        message: "m",
-        createdAtMs: now,
-        expiresAtMs: now + ttlMs,
-      });
-      const [shortChallenge, longChallenge] = [challenge(10), challenge(60_000)];
-      await store.createChallenge(shortChallenge);
-      await store.createChallenge(longChallenge);
+      const [shortNonce, longNonce] = [randomBytes(16).toString("hex"), randomBytes(16).toString("hex")];
+      await store.useChallengeNonce(shortNonce, now + 10);
+      await store.useChallengeNonce(longNonce, now + 60_000);
       await store.purgeExpired(now + 10);
-      // Asked about an earlier time, only a deleted row can answer null.
+      // Asked about an earlier time, only a deleted row can answer null; only a deleted nonce is new again.
       expect(await store.findToken(shortToken.tokenHash, now)).toBeNull();
-      expect(await store.consumeChallenge(shortChallenge.challengeId, now)).toBeNull();
+      expect(await store.useChallengeNonce(shortNonce, now + 10)).toBe(true);
       expect(await store.findToken(longToken.tokenHash, now)).not.toBeNull();
-      expect(await store.consumeChallenge(longChallenge.challengeId, now)).toEqual(longChallenge);
+      expect(await store.useChallengeNonce(longNonce, now + 60_000)).toBe(false);
     });
   });
 }

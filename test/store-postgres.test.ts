@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.js";
@@ -304,20 +305,10 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
     expect((await store.getBalances(sender)).PHASE2_POINTS.pendingSent).toBe(0n);
   });
 
-  it("hands out a challenge to exactly one of many concurrent consumers", async () => {
-    const challengeId = `ch-${++batchCounter}`;
-    const contract = randomAddress();
-    await store.createChallenge({
-      challengeId,
-      contract,
-      operator: randomAddress(),
-      message: "sign me",
-      createdAtMs: T0_MS,
-      expiresAtMs: T0_MS + 1000,
-    });
-    const taken = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? store : other).consumeChallenge(challengeId, T0_MS)));
-    expect(taken.filter((challenge) => challenge !== null)).toHaveLength(1);
-    expect(taken.find((challenge) => challenge !== null)).toMatchObject({ challengeId, contract, expiresAtMs: T0_MS + 1000 });
+  it("lets exactly one of many concurrent uses of a challenge nonce, over two pools, be the first", async () => {
+    const nonce = randomBytes(16).toString("hex");
+    const firsts = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? store : other).useChallengeNonce(nonce, T0_MS + 1000)));
+    expect(firsts.filter(Boolean)).toHaveLength(1);
   });
 
   it("stops honouring tokens once the operator changes", async () => {
@@ -532,7 +523,7 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store refusing text it cannot st
   });
 
   it("answers 400 VALIDATION_FAILED, not a driver error, for a NUL byte in a read's text argument", async () => {
-    await expect(store.consumeChallenge("a\u0000b", T0_MS)).rejects.toMatchObject(refusedAsInvalid);
+    await expect(store.getOperator("0x\u0000" as AddressKey)).rejects.toMatchObject(refusedAsInvalid);
     await expect(store.getBatch(randomAddress(), "x\u0000")).rejects.toMatchObject(refusedAsInvalid);
     await expect(store.getBalances(`0x${"0".repeat(39)}\u0000` as AddressKey)).rejects.toMatchObject(refusedAsInvalid);
   });

@@ -1,22 +1,13 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
-/** 256 random bits per bearer token and 128 per challenge; both base64url. */
+/** 256 random bits per bearer token, base64url. */
 const TOKEN_BYTES = 32;
-const CHALLENGE_ID_BYTES = 16;
 const TOKEN_PREFIX = "plt_";
 /** `plt_` + 43 base64url characters. */
 const TOKEN_PATTERN = /^plt_[A-Za-z0-9_-]{43}$/;
 
 export function newBearerToken(): string {
   return TOKEN_PREFIX + randomBytes(TOKEN_BYTES).toString("base64url");
-}
-
-export function newChallengeId(): string {
-  return randomBytes(CHALLENGE_ID_BYTES).toString("base64url");
-}
-
-export function newNonce(): string {
-  return randomBytes(16).toString("hex");
 }
 
 /** Tokens are stored only as their SHA-256; the lookup is by hash, so no plaintext comparison leaks timing. */

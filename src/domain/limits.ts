@@ -13,11 +13,11 @@ export const QUOTED_VALUE_MAX_LENGTH = 60;
 export const WEBHOOK_URL_MAX_LENGTH = 2048;
 
 /**
- * Unsolved challenges one (contract, operator) pair may hold; asking for another drops the
- * oldest. Bounds the challenge table however many clients ask, without locking the real
- * operator out (a cap that refused new challenges would let anyone do that).
+ * Expired used-challenge nonces one purge deletes at most (one short statement). Issuing a
+ * challenge stores nothing; a nonce row is written only by a solve attempt (AUTH_RATE_LIMIT_PER_MINUTE
+ * per client) and lives until its challenge expires, so the purge job's run each minute keeps up.
  */
-export const MAX_UNSOLVED_CHALLENGES_PER_OPERATOR = 16;
+export const PURGE_USED_NONCES_LIMIT = 10_000;
 
 /** Failed authentications (unknown token, wrong admin token) one client address may make per minute before 429. */
 export const MAX_FAILED_AUTHENTICATIONS_PER_MINUTE = 30;

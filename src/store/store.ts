@@ -95,15 +95,6 @@ export interface FinalizeFailure {
   error: unknown;
 }
 
-export interface NewChallenge {
-  challengeId: string;
-  contract: AddressKey;
-  operator: AddressKey;
-  message: string;
-  createdAtMs: number;
-  expiresAtMs: number;
-}
-
 export interface NewToken {
   tokenHash: Buffer;
   contract: AddressKey;
@@ -240,19 +231,30 @@ export interface OperatorPage {
   next: AddressKey | null;
 }
 
-/** Operators, sign-in challenges and bearer tokens (auth.ts of each adapter). */
+/**
+ * Operators, sign-in challenges and bearer tokens (auth.ts of each adapter). A challenge is not
+ * stored when issued (src/auth/challenge-data.ts): only the key that seals challenges, and the
+ * nonces of the challenges someone tried to solve, until they expire.
+ */
 export interface AuthStore {
   getOperator(contract: AddressKey): Promise<AddressKey | null>;
   /** Registers or changes the operator; a change revokes the contract's tokens. */
   setOperator(contract: AddressKey, operator: AddressKey, nowMs: number): Promise<void>;
   /** Every registered contract by address, one keyset page (on the operators primary key). */
   listOperators(query: OperatorQuery): Promise<OperatorPage>;
-  createChallenge(challenge: NewChallenge): Promise<void>;
-  /** Marks the challenge used and returns it, if it exists, is unused and unexpired. */
-  consumeChallenge(challengeId: string, nowMs: number): Promise<NewChallenge | null>;
+  /**
+   * The key that seals challenges: the stored one, or `candidate` stored now if there is none.
+   * Instances racing to store theirs all get the same one back (the first insert wins).
+   */
+  challengeKey(candidate: Buffer): Promise<Buffer>;
+  /**
+   * Records a challenge's nonce as used until `expiresAtMs`; true when it was not used before.
+   * Atomic across every process on the database: of concurrent calls for one nonce, one gets true.
+   */
+  useChallengeNonce(nonce: string, expiresAtMs: number): Promise<boolean>;
   createToken(token: NewToken): Promise<void>;
   findToken(tokenHash: Buffer, nowMs: number): Promise<TokenGrant | null>;
-  /** Deletes expired challenges and tokens. */
+  /** Deletes expired tokens, and used challenge nonces past their expiry (at most PURGE_USED_NONCES_LIMIT a call). */
   purgeExpired(nowMs: number): Promise<void>;
 }
 

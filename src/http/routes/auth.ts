@@ -1,22 +1,31 @@
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { challengeMessage, signatureMatches } from "../../auth/challenge.js";
-import { hashToken, newBearerToken, newChallengeId, newNonce } from "../../auth/tokens.js";
+import { newChallengeNonce, openChallenge, sealChallenge } from "../../auth/challenge-data.js";
+import { challengeKeyOf } from "../../auth/challenge-key.js";
+import { hashToken, newBearerToken } from "../../auth/tokens.js";
 import { forbidden, unauthorized } from "../../domain/errors.js";
 import { requireAddress } from "../../domain/validate.js";
 import type { AppContext } from "../context.js";
+import { noStore } from "../no-store.js";
 import { isoTime } from "../present.js";
 import { ChallengeBody, Responses, SolveBody, responses } from "../schemas.js";
 
 const tags = ["dapp-auth"];
+const NOT_A_LIVE_CHALLENGE = "unknown, expired or already used challenge";
 
 export function authRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const rateLimit = { max: ctx.config.authRateLimitPerMinute, timeWindow: 60_000 };
+  const challengeKey = challengeKeyOf(ctx.store);
 
   app.post(
     "/v1/dapp-auth/challenge",
-    { config: { rateLimit }, schema: { tags, body: ChallengeBody, response: responses(Responses.challenge, 400, 403, 429) } },
+    {
+      config: { rateLimit },
+      onRequest: noStore,
+      schema: { tags, body: ChallengeBody, response: responses(Responses.challenge, 400, 403, 429) },
+    },
     async (request) => {
       const contract = requireAddress(request.body.contractAddress, "contractAddress");
       const operator = requireAddress(request.body.operatorAddress, "operatorAddress");
@@ -24,23 +33,31 @@ export function authRoutes(fastify: FastifyInstance, ctx: AppContext): void {
         throw forbidden("operatorAddress is not the operator of this contract");
       }
       const issuedAtMs = ctx.clock.now();
-      const expiresAtMs = issuedAtMs + ctx.config.challengeTtlSeconds * 1000;
-      const message = challengeMessage({ contract, operator, nonce: newNonce(), issuedAtMs, expiresAtMs, publicUrl: ctx.config.publicUrl });
-      const challengeId = newChallengeId();
-      await ctx.store.createChallenge({ challengeId, contract, operator, message, createdAtMs: issuedAtMs, expiresAtMs });
-      return { success: true as const, challengeData: challengeId, message };
+      const claims = {
+        contract,
+        operator,
+        nonce: newChallengeNonce(),
+        issuedAtMs,
+        expiresAtMs: issuedAtMs + ctx.config.challengeTtlSeconds * 1000,
+      };
+      // Nothing is stored: the challenge is sealed with the server's key and comes back whole to /solve.
+      const challengeData = sealChallenge(await challengeKey(), claims);
+      return { success: true as const, challengeData, message: challengeMessage({ ...claims, publicUrl: ctx.config.publicUrl }) };
     },
   );
 
   app.post(
     "/v1/dapp-auth/solve",
-    { config: { rateLimit }, schema: { tags, body: SolveBody, response: responses(Responses.solved, 400, 401, 429) } },
+    { config: { rateLimit }, onRequest: noStore, schema: { tags, body: SolveBody, response: responses(Responses.solved, 400, 401, 429) } },
     async (request) => {
       const nowMs = ctx.clock.now();
-      // Consumed before the signature is checked: a wrong guess burns the challenge.
-      const challenge = await ctx.store.consumeChallenge(request.body.challengeData, nowMs);
-      if (!challenge) throw unauthorized("unknown, expired or already used challenge");
-      if (!(await signatureMatches(challenge.message, request.body.signature, challenge.operator))) {
+      const challenge = openChallenge(await challengeKey(), request.body.challengeData);
+      if (!challenge || challenge.expiresAtMs <= nowMs) throw unauthorized(NOT_A_LIVE_CHALLENGE);
+      // Used before the signature is checked: a wrong guess burns the challenge. Only a challenge
+      // this server sealed gets this far, so a stranger's junk writes nothing.
+      if (!(await ctx.store.useChallengeNonce(challenge.nonce, challenge.expiresAtMs))) throw unauthorized(NOT_A_LIVE_CHALLENGE);
+      const message = challengeMessage({ ...challenge, publicUrl: ctx.config.publicUrl });
+      if (!(await signatureMatches(message, request.body.signature, challenge.operator))) {
         throw unauthorized("the signature does not recover to the operator");
       }
       if ((await ctx.store.getOperator(challenge.contract)) !== challenge.operator) {

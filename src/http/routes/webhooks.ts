@@ -10,6 +10,7 @@ import { newEndpointId } from "../../store/webhook-rules.js";
 import { newSecret, SECRET_ROTATION_OVERLAP_MS } from "../../webhooks/signing.js";
 import { RefusedTarget, resolveTarget } from "../../webhooks/ssrf.js";
 import type { ApiInstance, AppContext } from "../context.js";
+import { noStore } from "../no-store.js";
 import {
   ContractParams,
   CreateWebhookEndpointBody,
@@ -88,6 +89,7 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
   app.post(
     "/webhook-endpoints",
     {
+      onRequest: noStore,
       schema: {
         tags,
         security,
@@ -171,7 +173,10 @@ function endpointChangeRoutes(app: ApiInstance, ctx: AppContext): void {
 function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
   app.post(
     "/webhook-endpoints/:endpointId/rotate-secret",
-    { schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.secret, 400, 401, 403, 404) } },
+    {
+      onRequest: noStore,
+      schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.secret, 400, 401, 403, 404) },
+    },
     async (request) => {
       const secret = newSecret();
       const { endpointId } = request.params;

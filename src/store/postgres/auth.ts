@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
-import { MAX_UNSOLVED_CHALLENGES_PER_OPERATOR } from "../../domain/limits.js";
-import type { NewChallenge, NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../store.js";
+import { PURGE_USED_NONCES_LIMIT } from "../../domain/limits.js";
+import type { NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../store.js";
 import { operatorTransition } from "../../domain/transitions.js";
 import { toNumber, type PgClient, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
@@ -65,60 +65,35 @@ export async function listOperators(db: Queryable, query: OperatorQuery): Promis
 }
 
 /**
- * Stores a challenge, first dropping this operator's oldest unsolved ones so that at most
- * MAX_UNSOLVED_CHALLENGES_PER_OPERATOR remain (two racing requests may leave one more for a moment).
+ * The stored challenge key, or `candidate` stored now. Read first, so a database that has one is
+ * not written to; of instances racing to store theirs, the first insert wins and all read it.
  */
-export async function insertChallenge(db: Queryable, challenge: NewChallenge): Promise<void> {
-  await db.query({
-    name: "pl-trim-challenges",
-    text: `DELETE FROM challenges WHERE contract = $1 AND operator = $2 AND NOT used AND challenge_id NOT IN (
-             SELECT challenge_id FROM challenges WHERE contract = $1 AND operator = $2 AND NOT used
-             ORDER BY created_at_ms DESC, challenge_id LIMIT $3)`,
-    values: [challenge.contract, challenge.operator, MAX_UNSOLVED_CHALLENGES_PER_OPERATOR - 1],
-  });
-  await db.query({
-    name: "pl-insert-challenge",
-    text: `INSERT INTO challenges (challenge_id, contract, operator, message, created_at_ms, expires_at_ms)
-           VALUES ($1, $2, $3, $4, $5, $6)`,
-    values: [
-      challenge.challengeId,
-      challenge.contract,
-      challenge.operator,
-      challenge.message,
-      challenge.createdAtMs,
-      challenge.expiresAtMs,
-    ],
-  });
-}
-
-interface ChallengeRow {
-  challenge_id: string;
-  contract: string;
-  operator: string;
-  message: string;
-  created_at_ms: string;
-  expires_at_ms: string;
-}
-
-/** Marks an unused, unexpired challenge used (the guard makes it single-use) and returns it. */
-export async function takeChallenge(db: Queryable, challengeId: string, nowMs: number): Promise<NewChallenge | null> {
-  const { rows } = await db.query<ChallengeRow>({
-    name: "pl-take-challenge",
-    text: `UPDATE challenges SET used = true
-           WHERE challenge_id = $1 AND used = false AND expires_at_ms > $2
-           RETURNING challenge_id, contract, operator, message, created_at_ms, expires_at_ms`,
-    values: [challengeId, nowMs],
-  });
-  const row = rows[0];
-  if (!row) return null;
-  return {
-    challengeId: row.challenge_id,
-    contract: row.contract as AddressKey,
-    operator: row.operator as AddressKey,
-    message: row.message,
-    createdAtMs: toNumber(row.created_at_ms),
-    expiresAtMs: toNumber(row.expires_at_ms),
+export async function readOrStoreChallengeKey(db: Queryable, candidate: Buffer): Promise<Buffer> {
+  const read = async () => {
+    const { rows } = await db.query<{ secret: Buffer }>({
+      name: "pl-read-challenge-key",
+      text: "SELECT secret FROM server_keys WHERE name = 'challenge'",
+    });
+    return rows[0]?.secret;
   };
+  const stored = await read();
+  if (stored) return stored;
+  await db.query({
+    name: "pl-store-challenge-key",
+    text: "INSERT INTO server_keys (name, secret) VALUES ('challenge', $1) ON CONFLICT (name) DO NOTHING",
+    values: [candidate],
+  });
+  return (await read())!;
+}
+
+/** True when the nonce was not used before; the primary key lets one insert win across instances. */
+export async function insertUsedNonce(db: Queryable, nonce: string, expiresAtMs: number): Promise<boolean> {
+  const { rowCount } = await db.query({
+    name: "pl-use-challenge-nonce",
+    text: "INSERT INTO used_challenge_nonces (nonce, expires_at_ms) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING",
+    values: [nonce, expiresAtMs],
+  });
+  return rowCount === 1;
 }
 
 export async function insertToken(db: Queryable, token: NewToken): Promise<void> {
@@ -148,6 +123,11 @@ export async function lookupToken(db: Queryable, tokenHash: Buffer, nowMs: numbe
 }
 
 export async function deleteExpired(db: Queryable, nowMs: number): Promise<void> {
-  await db.query({ name: "pl-purge-challenges", text: "DELETE FROM challenges WHERE expires_at_ms <= $1", values: [nowMs] });
+  await db.query({
+    name: "pl-purge-used-nonces",
+    text: `DELETE FROM used_challenge_nonces WHERE nonce IN (
+             SELECT nonce FROM used_challenge_nonces WHERE expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2)`,
+    values: [nowMs, PURGE_USED_NONCES_LIMIT],
+  });
   await db.query({ name: "pl-purge-tokens", text: "DELETE FROM tokens WHERE expires_at_ms <= $1", values: [nowMs] });
 }

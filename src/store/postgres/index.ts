@@ -6,12 +6,12 @@ import type { CancelResult, LedgerStore, SubmitResult } from "../store.js";
 import { changeBalance, lockBalance, readBalances } from "./accounts.js";
 import {
   deleteExpired,
-  insertChallenge,
   insertToken,
+  insertUsedNonce,
   listOperators,
   lookupToken,
   readOperator,
-  takeChallenge,
+  readOrStoreChallengeKey,
   writeOperator,
 } from "./auth.js";
 import {
@@ -74,8 +74,8 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
     finalizeDue: (nowMs, limit, onFailure) => run(() => finalizeDue(pool, nowMs, limit, onFailure)),
     nextFinalizeAtMs: () => run(() => nextFinalizeAtMs(pool)),
     countFailingBatches: () => run(() => countFailingBatches(pool)),
-    createChallenge: (challenge) => run(() => insertChallenge(pool, challenge)),
-    consumeChallenge: (challengeId, nowMs) => run(() => takeChallenge(pool, challengeId, nowMs)),
+    challengeKey: (candidate) => run(() => readOrStoreChallengeKey(pool, candidate)),
+    useChallengeNonce: (nonce, expiresAtMs) => run(() => insertUsedNonce(pool, nonce, expiresAtMs)),
     createToken: (token) => run(() => insertToken(pool, token)),
     findToken: (tokenHash, nowMs) => run(() => lookupToken(pool, tokenHash, nowMs)),
     purgeExpired: (nowMs) => run(() => deleteExpired(pool, nowMs)),

@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
-import { MAX_UNSOLVED_CHALLENGES_PER_OPERATOR } from "../../domain/limits.js";
+import { PURGE_USED_NONCES_LIMIT } from "../../domain/limits.js";
 import { operatorTransition } from "../../domain/transitions.js";
-import type { NewChallenge, NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../store.js";
+import type { NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../store.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
 
@@ -46,47 +46,24 @@ export function listOperators(db: SqliteDb, query: OperatorQuery): OperatorPage 
 }
 
 /**
- * Stores a challenge, first dropping this operator's oldest unsolved ones so that at most
- * MAX_UNSOLVED_CHALLENGES_PER_OPERATOR remain (run inside one transaction).
+ * The stored challenge key, or `candidate` stored now. Read first, so a database that has one is
+ * not written to; of processes racing to store theirs, the first insert wins and all read it.
  */
-export function insertChallenge(db: SqliteDb, challenge: NewChallenge): void {
-  statement(
-    db,
-    `DELETE FROM challenges WHERE contract = ? AND operator = ? AND used = 0 AND challenge_id NOT IN (
-       SELECT challenge_id FROM challenges WHERE contract = ? AND operator = ? AND used = 0
-       ORDER BY created_at_ms DESC, challenge_id LIMIT ?)`,
-  ).run(challenge.contract, challenge.operator, challenge.contract, challenge.operator, MAX_UNSOLVED_CHALLENGES_PER_OPERATOR - 1);
-  statement(
-    db,
-    `INSERT INTO challenges (challenge_id, contract, operator, message, created_at_ms, expires_at_ms)
-     VALUES (?, ?, ?, ?, ?, ?)`,
-  ).run(challenge.challengeId, challenge.contract, challenge.operator, challenge.message, challenge.createdAtMs, challenge.expiresAtMs);
+export function readOrStoreChallengeKey(db: SqliteDb, candidate: Buffer): Buffer {
+  const read = () => statement(db, "SELECT secret FROM server_keys WHERE name = 'challenge'").pluck(true).get() as Buffer | undefined;
+  const stored = read();
+  if (stored) return stored;
+  statement(db, "INSERT INTO server_keys (name, secret) VALUES ('challenge', ?) ON CONFLICT (name) DO NOTHING").run(candidate);
+  return read()!;
 }
 
-interface ChallengeRow {
-  challenge_id: string;
-  contract: string;
-  operator: string;
-  message: string;
-  created_at_ms: bigint;
-  expires_at_ms: bigint;
-}
-
-/** Marks an unused, unexpired challenge used (the guard makes it single-use) and returns it. */
-export function takeChallenge(db: SqliteDb, challengeId: string, nowMs: number): NewChallenge | null {
-  const row = statement(db, "UPDATE challenges SET used = 1 WHERE challenge_id = ? AND used = 0 AND expires_at_ms > ? RETURNING *").get(
-    challengeId,
-    nowMs,
-  ) as ChallengeRow | undefined;
-  if (!row) return null;
-  return {
-    challengeId: row.challenge_id,
-    contract: row.contract as AddressKey,
-    operator: row.operator as AddressKey,
-    message: row.message,
-    createdAtMs: toNumber(row.created_at_ms),
-    expiresAtMs: toNumber(row.expires_at_ms),
-  };
+/** True when the nonce was not used before; the primary key makes the first insert the only one. */
+export function insertUsedNonce(db: SqliteDb, nonce: string, expiresAtMs: number): boolean {
+  const { changes } = statement(
+    db,
+    "INSERT INTO used_challenge_nonces (nonce, expires_at_ms) VALUES (?, ?) ON CONFLICT (nonce) DO NOTHING",
+  ).run(nonce, expiresAtMs);
+  return changes === 1;
 }
 
 export function insertToken(db: SqliteDb, token: NewToken): void {
@@ -116,6 +93,10 @@ export function lookupToken(db: SqliteDb, tokenHash: Buffer, nowMs: number): Tok
 }
 
 export function deleteExpired(db: SqliteDb, nowMs: number): void {
-  statement(db, "DELETE FROM challenges WHERE expires_at_ms <= ?").run(nowMs);
+  statement(
+    db,
+    `DELETE FROM used_challenge_nonces WHERE nonce IN (
+       SELECT nonce FROM used_challenge_nonces WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?)`,
+  ).run(nowMs, PURGE_USED_NONCES_LIMIT);
   statement(db, "DELETE FROM tokens WHERE expires_at_ms <= ?").run(nowMs);
 }

@@ -6,12 +6,12 @@ import { type BatchQuery, type CancelResult, type LedgerStore, type SubmitResult
 import { changeBalance, readBalance, readBalances } from "./accounts.js";
 import {
   deleteExpired,
-  insertChallenge,
   insertToken,
+  insertUsedNonce,
   listOperators,
   lookupToken,
   readOperator,
-  takeChallenge,
+  readOrStoreChallengeKey,
   writeOperator,
 } from "./auth.js";
 import {
@@ -72,8 +72,8 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
     finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(db, nowMs, limit, onFailure),
     nextFinalizeAtMs: async () => nextFinalizeAtMs(db),
     countFailingBatches: async () => countFailingBatches(db),
-    createChallenge: async (challenge) => db.transaction(() => insertChallenge(db, challenge)).immediate(),
-    consumeChallenge: async (challengeId, nowMs) => takeChallenge(db, challengeId, nowMs),
+    challengeKey: async (candidate) => readOrStoreChallengeKey(db, candidate),
+    useChallengeNonce: async (nonce, expiresAtMs) => insertUsedNonce(db, nonce, expiresAtMs),
     createToken: async (token) => insertToken(db, token),
     findToken: async (tokenHash, nowMs) => lookupToken(db, tokenHash, nowMs),
     purgeExpired: async (nowMs) => deleteExpired(db, nowMs),

@@ -257,4 +257,23 @@ export const MIGRATIONS: Migration[] = [
         WHERE build_id NOT IN (SELECT build_id FROM snapshots);
     `,
   },
+  {
+    // Sign-in challenges carry themselves (src/auth/challenge-data.ts): see the SQLite migration.
+    // Every instance reads the one challenge key here, so a challenge issued by one is solved at
+    // another, and the used nonce's primary key makes it single-use across all of them.
+    version: 8,
+    name: "sealed_challenges",
+    sql: `
+      DROP TABLE challenges;
+      CREATE TABLE server_keys (
+        name TEXT PRIMARY KEY,
+        secret BYTEA NOT NULL
+      );
+      CREATE TABLE used_challenge_nonces (
+        nonce TEXT PRIMARY KEY,
+        expires_at_ms BIGINT NOT NULL
+      );
+      CREATE INDEX used_challenge_nonces_by_expiry ON used_challenge_nonces (expires_at_ms);
+    `,
+  },
 ];

@@ -295,4 +295,25 @@ export const MIGRATIONS: Migration[] = [
         WHERE build_id NOT IN (SELECT build_id FROM snapshots);
     `,
   },
+  {
+    // Sign-in challenges carry themselves (src/auth/challenge-data.ts): issuing one stores nothing,
+    // so strangers asking for them use up nothing of an operator's. What is stored instead: the key
+    // that seals them (one row, written by the first process that needs it; auth.ts), and the
+    // nonce of each challenge someone tried to solve, until it expires (single use). Pending
+    // challenges of the old table are dropped: their holders ask for a new one.
+    version: 10,
+    name: "sealed_challenges",
+    sql: `
+      DROP TABLE challenges;
+      CREATE TABLE server_keys (
+        name TEXT PRIMARY KEY,
+        secret BLOB NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE used_challenge_nonces (
+        nonce TEXT PRIMARY KEY,
+        expires_at_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX used_challenge_nonces_by_expiry ON used_challenge_nonces (expires_at_ms);
+    `,
+  },
 ];
