@@ -68,10 +68,15 @@ async function checkTarget(ctx: AppContext, url: string): Promise<void> {
   try {
     await resolveTarget(url, ctx.config.webhookAllowPrivateUrls);
   } catch (error) {
-    if (error instanceof RefusedTarget) throw validationFailed([{ path: "url", message: error.message }]);
-    throw error;
+    if (!(error instanceof RefusedTarget)) throw error;
+    // The console shows this message: it names the setting that lifts the refusal for tests and closed networks.
+    const hint = error.forAddress ? "; only global unicast addresses are allowed (WEBHOOK_ALLOW_PRIVATE_URLS=true lifts this)" : "";
+    throw validationFailed([{ path: "url", message: `${error.message}${hint}` }]);
   }
 }
+
+/** Answers that carry a secret are never stored by a cache or a browser. */
+const NO_STORE = "no-store";
 
 const noEndpoint = (endpointId: string) => notFound(`no webhook endpoint ${endpointId} for this contract`);
 
@@ -96,7 +101,7 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
         response: responses(WebhookResponses.created, 400, 401, 403),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { url, types, description } = request.body;
       await checkTarget(ctx, url);
       const secret = newSecret();
@@ -112,6 +117,7 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
       if (result.kind === "limit_reached") {
         throw validationFailed([{ path: "(body)", message: `a contract may have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints` }]);
       }
+      void reply.header("cache-control", NO_STORE);
       return { success: true as const, endpoint: endpointJson(result.endpoint), secret };
     },
   );
@@ -172,7 +178,7 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
   app.post(
     "/webhook-endpoints/:endpointId/rotate-secret",
     { schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.secret, 400, 401, 403, 404) } },
-    async (request) => {
+    async (request, reply) => {
       const secret = newSecret();
       const { endpointId } = request.params;
       const rotated = await ctx.store.rotateWebhookSecret(
@@ -183,6 +189,7 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
         SECRET_ROTATION_OVERLAP_MS,
       );
       if (!rotated) throw noEndpoint(endpointId);
+      void reply.header("cache-control", NO_STORE);
       return { success: true as const, secret };
     },
   );
