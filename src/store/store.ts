@@ -343,6 +343,12 @@ export interface ClaimedDelivery {
   claimedUntilMs: number;
 }
 
+/** A claim held on one delivery, as renewDeliveryLeases names it. */
+export interface DeliveryLease {
+  id: string;
+  claimToken: string;
+}
+
 export interface DeliveryClaim {
   nowMs: number;
   limit: number;
@@ -410,6 +416,11 @@ export interface WebhooksStore {
    * (its job died) makes the delivery due again.
    */
   claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]>;
+  /**
+   * Extends the leases still held (same claim token) to claimedUntilMs, while their attempts run;
+   * returns the ids renewed (one missing lost its lease: another job may be sending it).
+   */
+  renewDeliveryLeases(leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]>;
   /** Stores the attempt's outcome if the claim is still this job's; false when it is not (the lease ran out). */
   recordDeliveryAttempt(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<boolean>;
   /** Newest first; null when the endpoint is not the contract's. */

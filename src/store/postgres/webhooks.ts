@@ -5,6 +5,7 @@ import type {
   ClaimedDelivery,
   DeliveryAttempt,
   DeliveryClaim,
+  DeliveryLease,
   DeliveryPage,
   DeliveryQuery,
   DeliveryStatus,
@@ -260,6 +261,19 @@ export async function claimDue(db: Queryable, claim: DeliveryClaim): Promise<Cla
   });
 }
 
+export async function renewLeases(db: Queryable, leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]> {
+  if (leases.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>({
+    name: "pl-webhook-renew-leases",
+    text: `UPDATE webhook_deliveries d SET claimed_until_ms = $3
+           FROM unnest($1::text[], $2::text[]) AS held(id, claim_token)
+           WHERE d.id = held.id AND d.claim_token = held.claim_token AND d.status = 'PENDING'
+           RETURNING d.id`,
+    values: [leases.map((held) => held.id), leases.map((held) => held.claimToken), claimedUntilMs],
+  });
+  return rows.map((row) => row.id);
+}
+
 /**
  * Stores the attempt if the claim is still ours. A retry for an endpoint that was disabled
  * meanwhile fails instead (nothing is sent to a disabled endpoint); a 410 disables it here.
@@ -430,6 +444,7 @@ export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>)
     rotateWebhookSecret: (contract, id, secret, nowMs, overlapMs) => run(() => rotateSecret(pool, contract, id, secret, nowMs, overlapMs)),
     createTestDelivery: (contract, id, event, nowMs) => inTransaction((client) => createTestDelivery(client, contract, id, event, nowMs)),
     claimDueDeliveries: (claim) => run(() => claimDue(pool, claim)),
+    renewDeliveryLeases: (leases, claimedUntilMs) => run(() => renewLeases(pool, leases, claimedUntilMs)),
     recordDeliveryAttempt: (delivery, outcome) => inTransaction((client) => recordAttempt(client, delivery, outcome)),
     listDeliveries: (contract, id, query) => run(() => listDeliveries(pool, contract, id, query)),
     getDelivery: (contract, id, deliveryId) => run(() => readDelivery(pool, contract, id, deliveryId)),

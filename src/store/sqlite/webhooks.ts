@@ -6,6 +6,7 @@ import type {
   ClaimedDelivery,
   DeliveryAttempt,
   DeliveryClaim,
+  DeliveryLease,
   DeliveryPage,
   DeliveryQuery,
   DeliveryStatus,
@@ -271,6 +272,11 @@ function lease(db: SqliteDb, seq: bigint, claimedUntilMs: number, nowMs: number)
   };
 }
 
+export function renewLeases(db: SqliteDb, leases: readonly DeliveryLease[], claimedUntilMs: number): string[] {
+  const renew = statement(db, "UPDATE webhook_deliveries SET claimed_until_ms = ? WHERE id = ? AND claim_token = ? AND status = 'PENDING'");
+  return leases.filter((held) => renew.run(claimedUntilMs, held.id, held.claimToken).changes > 0).map((held) => held.id);
+}
+
 /**
  * Stores the attempt if the claim is still ours. A retry of an endpoint that was disabled
  * meanwhile fails instead (nothing is sent to a disabled endpoint); a 410 disables it here.
@@ -435,6 +441,7 @@ export function webhookOperations(current: () => SqliteDb): WebhooksStore {
       write((db) => rotateSecret(db, contract, id, secret, nowMs, overlapMs)),
     createTestDelivery: (contract, id, event, nowMs) => write((db) => createTestDelivery(db, contract, id, event, nowMs)),
     claimDueDeliveries: (claim) => write((db) => claimDue(db, claim)),
+    renewDeliveryLeases: (leases, claimedUntilMs) => write((db) => renewLeases(db, leases, claimedUntilMs)),
     recordDeliveryAttempt: (delivery, outcome) => write((db) => recordAttempt(db, delivery, outcome)),
     listDeliveries: (contract, id, query) => read((db) => listDeliveries(db, contract, id, query)),
     getDelivery: (contract, id, deliveryId) => read((db) => readDelivery(db, contract, id, deliveryId)),
