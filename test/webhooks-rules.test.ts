@@ -80,6 +80,7 @@ describe("decideOutcome", () => {
     error: statusCode === null ? "ECONNREFUSED" : null,
     durationMs: 10,
     retryAfterSeconds,
+    timedOut: false,
   });
 
   it("succeeds on any 2xx, disables on 410, fails after the last wait", () => {

@@ -36,10 +36,16 @@ interface Answer {
 export async function sendDelivery(delivery: ClaimedDelivery, options: SendOptions): Promise<SendResult> {
   const atMs = options.now();
   const started = performance.now();
-  const finish = (statusCode: number | null, error: string | null, retryAfterSeconds: number | null = null): SendResult => ({
+  const finish = (
+    statusCode: number | null,
+    error: string | null,
+    retryAfterSeconds: number | null = null,
+    timedOut = false,
+  ): SendResult => ({
     atMs,
     statusCode,
     error,
+    timedOut,
     // Rounded down: atMs + durationMs never lies after the moment the outcome is stored, so a retry
     // with no wait is due at once (rounding up made it due 1 ms late and runOnce stopped short).
     durationMs: Math.max(0, Math.floor(performance.now() - started)),
@@ -63,14 +69,21 @@ export async function sendDelivery(delivery: ClaimedDelivery, options: SendOptio
     const error = redirect ? `redirect${answer.location ? ` to ${answer.location.slice(0, 200)}` : ""} not followed` : null;
     return finish(answer.statusCode, error, parseRetryAfter(answer.retryAfter, options.now()));
   } catch (error) {
-    return finish(null, options.signal?.aborted ? "aborted: the service shut down" : describeFailure(error, options.timeoutMs));
+    if (options.signal?.aborted) return finish(null, "aborted: the service shut down or the claim was lost");
+    return finish(null, describeFailure(error, options.timeoutMs), null, isTimeout(error));
   }
+}
+
+/** An abort not asked for by the caller's signal: the send timeout ran out. */
+function isTimeout(error: unknown): boolean {
+  const { name } = error as Error;
+  return name === "AbortError" || name === "TimeoutError";
 }
 
 function describeFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof RefusedTarget) return `target refused: ${error.message}`;
-  const { name, code, message } = error as NodeJS.ErrnoException;
-  if (name === "AbortError" || name === "TimeoutError") return `no answer within ${timeoutMs / 1000} s`;
+  if (isTimeout(error)) return `no answer within ${timeoutMs / 1000} s`;
+  const { code, message } = error as NodeJS.ErrnoException;
   return code ? `${code}: ${message}` : message;
 }
 

@@ -9,7 +9,9 @@ import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
  * The deliver job (README, Architecture: background jobs): claims due webhook deliveries and sends them, a bounded
  * number at once, and stores each outcome. Sends run side by side and each has its own timeout,
  * so an endpoint that hangs or fails holds only its own slots (at most MAX_IN_FLIGHT_PER_ENDPOINT
- * of them): the claim passes over endpoints that have that many in flight. Claims are leased
+ * of them, and a contract's endpoints together MAX_IN_FLIGHT_PER_CONTRACT): the claim passes over
+ * endpoints and contracts that have that many in flight. An endpoint whose attempts time out is
+ * backed off and sent one delivery at a time until it answers again (webhook-rules.ts). Claims are leased
  * (CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
  * attempt twice at once. The lease is short and renewed every quarter of it while the attempt
  * runs, so a delivery whose sender died (SIGKILL) is sent again within one lease, not after the
@@ -34,6 +36,12 @@ export interface DeliveryJobOptions {
 export const MAX_IN_FLIGHT_SENDS = 16;
 /** Sends in flight to one endpoint at once: what one slow endpoint can take of MAX_IN_FLIGHT_SENDS. */
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+/**
+ * Sends in flight to one contract's endpoints at once (every instance's, counted by live leases):
+ * a tenant whose endpoints all hang holds at most half of a job's slots, so the others' deliveries
+ * still go out at once (issue 19: 10 hanging endpoints of one contract held all 16 for 15 s and more).
+ */
+export const MAX_IN_FLIGHT_PER_CONTRACT = 8;
 /**
  * A claim's lease without renewal (config.ts's default): renewed every LEASE_RENEWALS_PER_LEASE-th
  * of it while the attempt runs; after it a dead sender's delivery is due again.
@@ -168,6 +176,7 @@ export class DeliveryJob {
       nowMs: this.clock.now(),
       limit: free,
       perEndpointLimit: MAX_IN_FLIGHT_PER_ENDPOINT,
+      perContractLimit: MAX_IN_FLIGHT_PER_CONTRACT,
       leaseMs: this.leaseMs,
       excludeEndpointIds: busy,
     });
