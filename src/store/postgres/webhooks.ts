@@ -209,6 +209,62 @@ interface ClaimRow {
   claim_token: string;
 }
 
+/** $1 now, $2 limit, $3 per-endpoint cap, $4 excluded endpoints, $5 lease end, $6 per-contract cap (claimDue). */
+const CLAIM_SQL = `WITH RECURSIVE pending(endpoint_id) AS (
+    (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'PENDING' ORDER BY endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.endpoint_id FROM webhook_deliveries d WHERE d.status = 'PENDING' AND d.endpoint_id > p.endpoint_id
+            ORDER BY d.endpoint_id LIMIT 1)
+    FROM pending p WHERE p.endpoint_id IS NOT NULL
+  ),
+  walked AS (SELECT endpoint_id FROM pending WHERE endpoint_id IS NOT NULL LIMIT ${MAX_ENDPOINTS_WALKED_PER_CLAIM}),
+  leased AS (
+    SELECT endpoint_id, count(*)::int AS sends FROM webhook_deliveries
+    WHERE claim_token IS NOT NULL AND claimed_until_ms > $1 AND status = 'PENDING'
+    GROUP BY endpoint_id
+  ),
+  contract_leased AS (
+    SELECT e.contract, sum(l.sends)::int AS sends FROM leased l JOIN webhook_endpoints e ON e.id = l.endpoint_id GROUP BY e.contract
+  ),
+  open_endpoints AS (
+    SELECT w.endpoint_id, e.contract,
+      GREATEST((CASE WHEN e.timeouts_in_row > 0 THEN 1 ELSE $3::int END) - COALESCE(l.sends, 0), 0) AS room
+    FROM walked w
+    JOIN webhook_endpoints e ON e.id = w.endpoint_id AND NOT e.disabled
+      AND (e.backoff_until_ms IS NULL OR e.backoff_until_ms <= $1)
+    LEFT JOIN leased l ON l.endpoint_id = w.endpoint_id
+    WHERE w.endpoint_id <> ALL ($4::text[])
+  ),
+  candidates AS (
+    SELECT c.seq, o.contract, c.turn, c.next_attempt_at_ms FROM open_endpoints o
+    CROSS JOIN LATERAL (
+      SELECT seq, next_attempt_at_ms, row_number() OVER (ORDER BY next_attempt_at_ms, seq) AS turn FROM (
+        SELECT seq, next_attempt_at_ms FROM webhook_deliveries
+        WHERE endpoint_id = o.endpoint_id AND status = 'PENDING' AND next_attempt_at_ms <= $1
+          AND (claimed_until_ms IS NULL OR claimed_until_ms <= $1)
+        ORDER BY next_attempt_at_ms, seq LIMIT o.room) due) c
+  ),
+  chosen AS (
+    SELECT ranked.seq FROM (
+      SELECT c.seq, c.turn, c.next_attempt_at_ms,
+        row_number() OVER (PARTITION BY c.contract ORDER BY c.turn, c.next_attempt_at_ms, c.seq) AS place,
+        $6::int - COALESCE(cl.sends, 0) AS contract_room
+      FROM candidates c LEFT JOIN contract_leased cl ON cl.contract = c.contract
+    ) ranked
+    WHERE ranked.place <= ranked.contract_room
+    ORDER BY ranked.turn, ranked.next_attempt_at_ms LIMIT $2
+  ),
+  locked AS (
+    SELECT d.seq FROM webhook_deliveries d JOIN chosen USING (seq)
+    WHERE d.status = 'PENDING' AND d.next_attempt_at_ms <= $1 AND (d.claimed_until_ms IS NULL OR d.claimed_until_ms <= $1)
+    FOR UPDATE OF d SKIP LOCKED
+  )
+  UPDATE webhook_deliveries d SET claimed_until_ms = $5, claim_token = gen_random_uuid()::text
+  FROM locked, webhook_endpoints e
+  WHERE d.seq = locked.seq AND e.id = d.endpoint_id
+  RETURNING d.id, d.endpoint_id, e.url, d.event_id, d.payload, d.tries, e.secret, e.previous_secret,
+    e.previous_secret_expires_at_ms, d.claim_token`;
+
 /**
  * One statement: walk the endpoints with PENDING deliveries through the pending index (a skip
  * scan), count the sends in flight (live leases, every instance's) per endpoint and per contract
@@ -223,60 +279,7 @@ export async function claimDue(db: Queryable, claim: DeliveryClaim): Promise<Cla
   const claimedUntilMs = claim.nowMs + claim.leaseMs;
   const { rows } = await db.query<ClaimRow>({
     name: "pl-webhook-claim",
-    text: `WITH RECURSIVE pending(endpoint_id) AS (
-             (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'PENDING' ORDER BY endpoint_id LIMIT 1)
-             UNION ALL
-             SELECT (SELECT d.endpoint_id FROM webhook_deliveries d WHERE d.status = 'PENDING' AND d.endpoint_id > p.endpoint_id
-                     ORDER BY d.endpoint_id LIMIT 1)
-             FROM pending p WHERE p.endpoint_id IS NOT NULL
-           ),
-           walked AS (SELECT endpoint_id FROM pending WHERE endpoint_id IS NOT NULL LIMIT ${MAX_ENDPOINTS_WALKED_PER_CLAIM}),
-           leased AS (
-             SELECT endpoint_id, count(*)::int AS sends FROM webhook_deliveries
-             WHERE claim_token IS NOT NULL AND claimed_until_ms > $1 AND status = 'PENDING'
-             GROUP BY endpoint_id
-           ),
-           contract_leased AS (
-             SELECT e.contract, sum(l.sends)::int AS sends FROM leased l JOIN webhook_endpoints e ON e.id = l.endpoint_id GROUP BY e.contract
-           ),
-           open_endpoints AS (
-             SELECT w.endpoint_id, e.contract,
-               GREATEST((CASE WHEN e.timeouts_in_row > 0 THEN 1 ELSE $3::int END) - COALESCE(l.sends, 0), 0) AS room
-             FROM walked w
-             JOIN webhook_endpoints e ON e.id = w.endpoint_id AND NOT e.disabled
-               AND (e.backoff_until_ms IS NULL OR e.backoff_until_ms <= $1)
-             LEFT JOIN leased l ON l.endpoint_id = w.endpoint_id
-             WHERE w.endpoint_id <> ALL ($4::text[])
-           ),
-           candidates AS (
-             SELECT c.seq, o.contract, c.turn, c.next_attempt_at_ms FROM open_endpoints o
-             CROSS JOIN LATERAL (
-               SELECT seq, next_attempt_at_ms, row_number() OVER (ORDER BY next_attempt_at_ms, seq) AS turn FROM (
-                 SELECT seq, next_attempt_at_ms FROM webhook_deliveries
-                 WHERE endpoint_id = o.endpoint_id AND status = 'PENDING' AND next_attempt_at_ms <= $1
-                   AND (claimed_until_ms IS NULL OR claimed_until_ms <= $1)
-                 ORDER BY next_attempt_at_ms, seq LIMIT o.room) due) c
-           ),
-           chosen AS (
-             SELECT ranked.seq FROM (
-               SELECT c.seq, c.turn, c.next_attempt_at_ms,
-                 row_number() OVER (PARTITION BY c.contract ORDER BY c.turn, c.next_attempt_at_ms, c.seq) AS place,
-                 $6::int - COALESCE(cl.sends, 0) AS contract_room
-               FROM candidates c LEFT JOIN contract_leased cl ON cl.contract = c.contract
-             ) ranked
-             WHERE ranked.place <= ranked.contract_room
-             ORDER BY ranked.turn, ranked.next_attempt_at_ms LIMIT $2
-           ),
-           locked AS (
-             SELECT d.seq FROM webhook_deliveries d JOIN chosen USING (seq)
-             WHERE d.status = 'PENDING' AND d.next_attempt_at_ms <= $1 AND (d.claimed_until_ms IS NULL OR d.claimed_until_ms <= $1)
-             FOR UPDATE OF d SKIP LOCKED
-           )
-           UPDATE webhook_deliveries d SET claimed_until_ms = $5, claim_token = gen_random_uuid()::text
-           FROM locked, webhook_endpoints e
-           WHERE d.seq = locked.seq AND e.id = d.endpoint_id
-           RETURNING d.id, d.endpoint_id, e.url, d.event_id, d.payload, d.tries, e.secret, e.previous_secret,
-             e.previous_secret_expires_at_ms, d.claim_token`,
+    text: CLAIM_SQL,
     values: [claim.nowMs, claim.limit, claim.perEndpointLimit, claim.excludeEndpointIds, claimedUntilMs, claim.perContractLimit],
   });
   return rows.map((row) => {
