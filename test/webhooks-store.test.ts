@@ -234,7 +234,7 @@ function webhooksStoreSuite(name: string, open: () => Promise<Fixture | null>): 
       expect(await store.getDelivery(contract, id, one!.id)).toBeNull();
     });
 
-    test("an endpoint whose attempts time out is backed off (1 s, then 2 s) and sent one delivery at a time until it answers", async ({
+    test("an endpoint whose attempts time out is backed off (1 s, 2 s, …) and sent one delivery at a time until it answers", async ({
       store,
       emit,
     }) => {
@@ -267,13 +267,20 @@ function webhooksStoreSuite(name: string, open: () => Promise<Fixture | null>): 
       expect(await mine(secondEndMs + 1999)).toEqual([]);
       const third = await mine(secondEndMs + 2000);
       expect(third).toHaveLength(1);
-      // An answer (even an error status) ends the backoff: up to the full per-endpoint cap again.
-      expect(await store.recordDeliveryAttempt(third[0]!, outcome(secondEndMs + 2000, 500, "PENDING", secondEndMs + 2000))).toBe(true);
-      const healthy = await mine(secondEndMs + 2001);
+      expect(await store.recordDeliveryAttempt(third[0]!, timedOut(secondEndMs + 2000))).toBe(true);
+      const thirdEndMs = secondEndMs + 2000 + 15_000;
+      expect(await mine(thirdEndMs + 1)).toEqual([]);
+      // An operator's test ends the backoff at once, still one send at a time.
+      expect((await store.createTestDelivery(contract, id, webhookTest(contract, id, thirdEndMs + 1), thirdEndMs + 1)).kind).toBe("done");
+      const tested = await mine(thirdEndMs + 1);
+      expect(tested).toHaveLength(1);
+      // An answer (even an error status) ends the slowdown: up to the full per-endpoint cap again.
+      expect(await store.recordDeliveryAttempt(tested[0]!, outcome(thirdEndMs + 1, 500, "PENDING", thirdEndMs + 2))).toBe(true);
+      const healthy = await mine(thirdEndMs + 2);
       expect(healthy).toHaveLength(4);
-      for (const d of healthy) await store.recordDeliveryAttempt(d, outcome(secondEndMs + 2001, 200, "SUCCEEDED", null));
-      for (const d of await mine(secondEndMs + HOUR_MS))
-        await store.recordDeliveryAttempt(d, outcome(secondEndMs + HOUR_MS, 200, "SUCCEEDED", null));
+      for (const d of healthy) await store.recordDeliveryAttempt(d, outcome(thirdEndMs + 2, 200, "SUCCEEDED", null));
+      for (const d of await mine(thirdEndMs + HOUR_MS))
+        await store.recordDeliveryAttempt(d, outcome(thirdEndMs + HOUR_MS, 200, "SUCCEEDED", null));
     });
 
     test("caps one contract's sends in flight (live leases) so another contract's delivery is still claimed", async ({ store, emit }) => {

@@ -177,6 +177,14 @@ export async function rotateSecret(
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * An operator's test or retry is sent now, not after the endpoint's backoff; it still goes one at
+ * a time while the endpoint times out (timeouts_in_row is kept).
+ */
+async function endBackoff(client: PgClient, endpointId: string): Promise<void> {
+  await client.query("UPDATE webhook_endpoints SET backoff_until_ms = NULL WHERE id = $1 AND backoff_until_ms IS NOT NULL", [endpointId]);
+}
+
 export async function createTestDelivery(
   client: PgClient,
   contract: AddressKey,
@@ -187,6 +195,7 @@ export async function createTestDelivery(
   const endpoint = await readEndpoint(client, contract, endpointId);
   if (!endpoint) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  await endBackoff(client, endpointId);
   const id = newDeliveryId();
   await client.query(
     `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, next_attempt_at_ms, created_at_ms)
@@ -457,6 +466,7 @@ export async function retryDelivery(
   const endpoint = await readEndpoint(client, contract, endpointId);
   if (!endpoint || !(await readDelivery(client, contract, endpointId, deliveryId))) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  await endBackoff(client, endpointId);
   // A delivery being sent right now (a live lease) is left to that attempt.
   await client.query(
     `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at_ms = $1, finished_at_ms = NULL

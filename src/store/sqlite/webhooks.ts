@@ -189,6 +189,14 @@ export function rotateSecret(
   );
 }
 
+/**
+ * An operator's test or retry is sent now, not after the endpoint's backoff; it still goes one at
+ * a time while the endpoint times out (timeouts_in_row is kept).
+ */
+function endBackoff(db: SqliteDb, endpointId: string): void {
+  statement(db, "UPDATE webhook_endpoints SET backoff_until_ms = NULL WHERE id = ? AND backoff_until_ms IS NOT NULL").run(endpointId);
+}
+
 export function createTestDelivery(
   db: SqliteDb,
   contract: AddressKey,
@@ -199,6 +207,7 @@ export function createTestDelivery(
   const endpoint = readEndpoint(db, contract, endpointId);
   if (!endpoint) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  endBackoff(db, endpointId);
   return { kind: "done", value: insertDelivery(db, endpointId, event, nowMs) };
 }
 
@@ -444,6 +453,7 @@ export function retryDelivery(
   const endpoint = readEndpoint(db, contract, endpointId);
   if (!endpoint || !readDelivery(db, contract, endpointId, deliveryId)) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  endBackoff(db, endpointId);
   statement(
     db,
     `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at_ms = ?, finished_at_ms = NULL
