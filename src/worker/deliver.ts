@@ -66,6 +66,8 @@ export class DeliveryJob {
   /** The claims of the sends in flight, with what aborts a send whose lease was lost. */
   private readonly held = new Map<string, { lease: DeliveryLease; lost: AbortController }>();
   private renewal: NodeJS.Timeout | null = null;
+  /** A renewal in progress: a slow database does not pile them up. */
+  private renewing = false;
   private timer: NodeJS.Timeout | null = null;
   private timerAtMs = 0;
   private wakeAfterPass = false;
@@ -218,7 +220,8 @@ export class DeliveryJob {
    */
   private async renewLeases(): Promise<void> {
     const held = [...this.held.values()];
-    if (held.length === 0) return;
+    if (held.length === 0 || this.renewing) return;
+    this.renewing = true;
     try {
       const renewed = new Set(
         await this.store.renewDeliveryLeases(
@@ -233,6 +236,8 @@ export class DeliveryJob {
       }
     } catch (error) {
       this.log.error({ err: error }, "webhook delivery leases not renewed; retrying at the next renewal");
+    } finally {
+      this.renewing = false;
     }
   }
 
@@ -245,6 +250,8 @@ export class DeliveryJob {
         now: () => this.clock.now(),
         signal: AbortSignal.any([this.shutdown.signal, leaseLost]),
       });
+      // The send is over: its lease needs no renewal while the outcome is stored (that clears it).
+      this.held.delete(delivery.id);
       const outcome = decideOutcome(delivery.tries, this.options.retryScheduleSeconds, result, Math.random());
       const stored = await this.store.recordDeliveryAttempt(delivery, outcome);
       this.record(delivery, outcome, stored);
