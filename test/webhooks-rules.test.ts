@@ -30,6 +30,29 @@ describe("refusedAddressReason", () => {
     "::ffff:a00:1",
     "::ffff:169.254.169.254",
     "64:ff9b::10.0.0.1",
+    // Issue 19 item 9: documentation and other special ranges, and IPv4 carried in IPv6.
+    "192.0.2.2",
+    "198.51.100.7",
+    "203.0.113.9",
+    "192.88.99.1",
+    "192.0.0.8",
+    "198.18.0.1",
+    "2001:db8::1",
+    "::ffff:192.0.2.2",
+    "::127.0.0.1",
+    "::7f00:1",
+    "::8.8.8.8",
+    "2002:7f00:1::",
+    "2002:808:808::1",
+    "64:ff9b:1::1",
+    "64:ff9b::192.0.2.2",
+    "2001::1",
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    "::ffff:0:7f00:1",
+    "100::1",
+    "fe80::1%eth0",
+    "fec0::1",
+    "not-an-address",
   ])("refuses %s", (address) => {
     expect(refusedAddressReason(address)).not.toBeNull();
   });
@@ -43,6 +66,8 @@ describe("refusedAddressReason", () => {
     "2606:4700::1111",
     "::ffff:8.8.8.8",
     "64:ff9b::808:808",
+    "64:ff9b::8.8.8.8",
+    "1.1.1.1",
   ])("allows %s", (address) => {
     expect(refusedAddressReason(address)).toBeNull();
   });
@@ -55,6 +80,7 @@ describe("decideOutcome", () => {
     error: statusCode === null ? "ECONNREFUSED" : null,
     durationMs: 10,
     retryAfterSeconds,
+    timedOut: false,
   });
 
   it("succeeds on any 2xx, disables on 410, fails after the last wait", () => {

@@ -50,7 +50,7 @@ function credit(address: AddressKey, atMs = T0_MS): LedgerEvent {
 }
 
 function claim(nowMs: number, overrides: Partial<DeliveryClaim> = {}): DeliveryClaim {
-  return { nowMs, limit: 100, perEndpointLimit: 100, leaseMs: 30_000, excludeEndpointIds: [], ...overrides };
+  return { nowMs, limit: 100, perEndpointLimit: 100, perContractLimit: 100, leaseMs: 30_000, excludeEndpointIds: [], ...overrides };
 }
 
 function outcome(
@@ -60,7 +60,7 @@ function outcome(
   nextAttemptAtMs: number | null,
   disable: string | null = null,
 ): AttemptOutcome {
-  return { attempt: { atMs, statusCode, error: null, durationMs: 5 }, status, nextAttemptAtMs, disableEndpoint: disable };
+  return { attempt: { atMs, statusCode, error: null, durationMs: 5 }, status, nextAttemptAtMs, disableEndpoint: disable, timedOut: false };
 }
 
 async function created(store: LedgerStore, input: NewWebhookEndpoint): Promise<string> {
@@ -153,8 +153,9 @@ function webhooksStoreSuite(name: string, open: () => Promise<Fixture | null>): 
       await emit([credit(quietContract, nowMs)], nowMs + 1);
       const firstTwo = await store.claimDueDeliveries(claim(nowMs + 1, { limit: 2 }));
       expect(new Set(firstTwo.map((d) => d.endpointId))).toEqual(new Set([busy, quiet]));
+      // The cap counts the sends in flight: busy already has one (leased above), so one more.
       const capped = await store.claimDueDeliveries(claim(nowMs + 1, { perEndpointLimit: 2 }));
-      expect(capped.filter((d) => d.endpointId === busy)).toHaveLength(2);
+      expect(capped.filter((d) => d.endpointId === busy)).toHaveLength(1);
       const excluded = await store.claimDueDeliveries(claim(nowMs + 1, { excludeEndpointIds: [busy] }));
       expect(excluded.filter((d) => d.endpointId === busy)).toEqual([]);
       for (const d of [...firstTwo, ...capped, ...(await store.claimDueDeliveries(claim(nowMs + 1)))]) {
@@ -232,6 +233,91 @@ function webhooksStoreSuite(name: string, open: () => Promise<Fixture | null>): 
       expect((await store.webhookBacklog()).pending).toBe(pendingBefore - 1);
       expect(await store.getDelivery(contract, id, one!.id)).toBeNull();
     });
+
+    test("an endpoint whose attempts time out is backed off (1 s, 2 s, …) and sent one delivery at a time until it answers", async ({
+      store,
+      emit,
+    }) => {
+      const contract = randomAddress();
+      const nowMs = T0_MS + 6 * HOUR_MS;
+      const id = await created(store, endpoint(contract));
+      await emit(
+        Array.from({ length: 5 }, () => credit(contract, nowMs)),
+        nowMs,
+      );
+      const mine = async (atMs: number) =>
+        (await store.claimDueDeliveries(claim(atMs, { perEndpointLimit: 4 }))).filter((d) => d.endpointId === id);
+      const timedOut = (atMs: number): AttemptOutcome => ({
+        attempt: { atMs, statusCode: null, error: "no answer within 15 s", durationMs: 15_000 },
+        status: "PENDING",
+        nextAttemptAtMs: atMs + 15_000 + 5000,
+        disableEndpoint: null,
+        timedOut: true,
+      });
+      const [first, ...none] = (await store.claimDueDeliveries(claim(nowMs, { perEndpointLimit: 1 }))).filter((d) => d.endpointId === id);
+      expect(none).toEqual([]);
+      expect(await store.recordDeliveryAttempt(first!, timedOut(nowMs))).toBe(true);
+      // Its other deliveries were due all along: held back 1 s after the attempt ended, then one at a time.
+      const firstEndMs = nowMs + 15_000;
+      expect(await mine(firstEndMs + 999)).toEqual([]);
+      const second = await mine(firstEndMs + 1000);
+      expect(second).toHaveLength(1);
+      expect(await store.recordDeliveryAttempt(second[0]!, timedOut(firstEndMs + 1000))).toBe(true);
+      const secondEndMs = firstEndMs + 1000 + 15_000;
+      expect(await mine(secondEndMs + 1999)).toEqual([]);
+      const third = await mine(secondEndMs + 2000);
+      expect(third).toHaveLength(1);
+      expect(await store.recordDeliveryAttempt(third[0]!, timedOut(secondEndMs + 2000))).toBe(true);
+      const thirdEndMs = secondEndMs + 2000 + 15_000;
+      expect(await mine(thirdEndMs + 1)).toEqual([]);
+      // An operator's test ends the backoff at once, still one send at a time.
+      expect((await store.createTestDelivery(contract, id, webhookTest(contract, id, thirdEndMs + 1), thirdEndMs + 1)).kind).toBe("done");
+      const tested = await mine(thirdEndMs + 1);
+      expect(tested).toHaveLength(1);
+      // An answer (even an error status) ends the slowdown: up to the full per-endpoint cap again.
+      expect(await store.recordDeliveryAttempt(tested[0]!, outcome(thirdEndMs + 1, 500, "PENDING", thirdEndMs + 2))).toBe(true);
+      const healthy = await mine(thirdEndMs + 2);
+      expect(healthy).toHaveLength(4);
+      for (const d of healthy) await store.recordDeliveryAttempt(d, outcome(thirdEndMs + 2, 200, "SUCCEEDED", null));
+      for (const d of await mine(thirdEndMs + HOUR_MS))
+        await store.recordDeliveryAttempt(d, outcome(thirdEndMs + HOUR_MS, 200, "SUCCEEDED", null));
+    });
+
+    test("caps one contract's sends in flight (live leases) so another contract's delivery is still claimed", async ({ store, emit }) => {
+      const busyContract = randomAddress();
+      const otherContract = randomAddress();
+      const nowMs = T0_MS + 9 * HOUR_MS;
+      const busy = [
+        await created(store, endpoint(busyContract)),
+        await created(store, endpoint(busyContract)),
+        await created(store, endpoint(busyContract)),
+      ];
+      const other = await created(store, endpoint(otherContract));
+      await emit(
+        Array.from({ length: 4 }, () => credit(busyContract, nowMs)),
+        nowMs,
+      );
+      const capped = (atMs: number, limit = 100) => store.claimDueDeliveries(claim(atMs, { limit, perContractLimit: 5, leaseMs: 10_000 }));
+      const first = await capped(nowMs);
+      expect(first.filter((d) => busy.includes(d.endpointId))).toHaveLength(5);
+      expect(await capped(nowMs + 1)).toEqual([]);
+      await emit([credit(otherContract, nowMs + 2)], nowMs + 2);
+      const next = await capped(nowMs + 2);
+      expect(next.map((d) => d.endpointId)).toEqual([other]);
+      // A recorded attempt frees its place; an expired lease (its sender died) does too.
+      await store.recordDeliveryAttempt(first[0]!, outcome(nowMs + 3, 200, "SUCCEEDED", null));
+      const freed = await capped(nowMs + 3);
+      console.log(
+        "DEBUG",
+        JSON.stringify(freed.map((d) => [d.endpointId, busy.includes(d.endpointId)])),
+        JSON.stringify(first.map((d) => d.endpointId)),
+      );
+      expect(freed).toHaveLength(1);
+      const afterLeases = await capped(nowMs + 10_000 + 5);
+      expect(afterLeases.filter((d) => busy.includes(d.endpointId))).toHaveLength(5);
+      for (const d of [...afterLeases, ...next]) await store.recordDeliveryAttempt(d, outcome(nowMs + 10_005, 200, "SUCCEEDED", null));
+      for (const d of await capped(nowMs + HOUR_MS)) await store.recordDeliveryAttempt(d, outcome(nowMs + HOUR_MS, 200, "SUCCEEDED", null));
+    });
   });
 }
 
@@ -301,7 +387,8 @@ describe("webhook claims on PostgreSQL shared by several instances", () => {
       await Promise.all(
         [a, b].map(async (store, i) => {
           for (;;) {
-            const claimed = await store.claimDueDeliveries(claim(T0_MS, { limit: 7, perEndpointLimit: 4 }));
+            // Caps out of the way: this is about disjoint claims, not fairness.
+            const claimed = await store.claimDueDeliveries(claim(T0_MS, { limit: 7, perEndpointLimit: 1000, perContractLimit: 1000 }));
             if (claimed.length === 0) return;
             taken[i]!.push(...claimed);
           }

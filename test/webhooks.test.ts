@@ -112,6 +112,17 @@ function headersOf(request: { headers: Record<string, string | string[] | undefi
 }
 
 describe("webhook endpoints", () => {
+  it("answers that carry a secret (create, rotate-secret) say Cache-Control: no-store", async () => {
+    const owner = await addContract(ledger);
+    const created = await ledger.send({ method: "POST", url: base(owner), token: owner.token, body: { url: "http://127.0.0.1:9/s" } });
+    expect(created.status, created.text).toBe(200);
+    expect(created.headers["cache-control"]).toBe("no-store");
+    const id = (created.json as { endpoint: EndpointJson }).endpoint.id;
+    const rotated = await ledger.send({ method: "POST", url: `${base(owner)}/${id}/rotate-secret`, token: owner.token });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.headers["cache-control"]).toBe("no-store");
+  });
+
   it("creates, lists, reads, updates and deletes an endpoint; the secret is whsec_ + base64 of 32 bytes", async () => {
     const owner = await addContract(ledger);
     const { endpoint, secret } = await createEndpoint(owner, { url: "http://127.0.0.1:9/a", description: "orders" });

@@ -345,11 +345,22 @@ export interface ClaimedDelivery {
   claimedUntilMs: number;
 }
 
+/** A claim held on one delivery, as renewDeliveryLeases names it. */
+export interface DeliveryLease {
+  id: string;
+  claimToken: string;
+}
+
 export interface DeliveryClaim {
   nowMs: number;
   limit: number;
-  /** Deliveries of one endpoint taken at most per claim (one endpoint cannot take every slot). */
+  /**
+   * Sends in flight (live leases, every job's) to one endpoint at most after this claim: one
+   * endpoint cannot take every slot. An endpoint whose last attempts timed out gets one.
+   */
   perEndpointLimit: number;
+  /** Sends in flight (live leases, every job's) to the endpoints of one contract at most: one tenant cannot take every slot. */
+  perContractLimit: number;
   leaseMs: number;
   /** Endpoints this job already has enough sends in flight to. */
   excludeEndpointIds: readonly string[];
@@ -362,6 +373,11 @@ export interface AttemptOutcome {
   nextAttemptAtMs: number | null;
   /** Set on a 410: the endpoint is disabled at once, with this reason. */
   disableEndpoint: string | null;
+  /**
+   * No answer within the send timeout: the endpoint's timeouts in a row grow and it is backed off
+   * (webhook-rules.ts endpointBackoffMs, one send at a time); any answer ends that.
+   */
+  timedOut: boolean;
 }
 
 export interface DeliveryQuery {
@@ -406,12 +422,18 @@ export interface WebhooksStore {
   createTestDelivery(contract: AddressKey, endpointId: string, event: LedgerEvent, nowMs: number): Promise<EndpointOperation<string>>;
 
   /**
-   * Claims due deliveries (PENDING, nextAttemptAt ≤ now, no live lease) of enabled endpoints:
+   * Claims due deliveries (PENDING, nextAttemptAt ≤ now, no live lease) of enabled endpoints not
+   * backed off, within the claim's per-endpoint and per-contract caps on sends in flight:
    * round-robin by endpoint, oldest due first, each leased until nowMs + leaseMs so no other job
    * sends the same attempt meanwhile (PostgreSQL: FOR UPDATE SKIP LOCKED); a lease that runs out
    * (its job died) makes the delivery due again.
    */
   claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]>;
+  /**
+   * Extends the leases still held (same claim token) to claimedUntilMs, while their attempts run;
+   * returns the ids renewed (one missing lost its lease: another job may be sending it).
+   */
+  renewDeliveryLeases(leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]>;
   /** Stores the attempt's outcome if the claim is still this job's; false when it is not (the lease ran out). */
   recordDeliveryAttempt(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<boolean>;
   /** Newest first; null when the endpoint is not the contract's. */

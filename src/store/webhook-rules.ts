@@ -9,6 +9,21 @@ export const MAX_ATTEMPTS_KEPT = 50;
 /** Endpoints with pending deliveries one claim walks at most: bounds the claim's work however many endpoints exist. */
 export const MAX_ENDPOINTS_WALKED_PER_CLAIM = 10_000;
 
+/** The first timeout of an endpoint holds its deliveries back this long; each further one in a row doubles it. */
+export const ENDPOINT_BACKOFF_BASE_MS = 1000;
+/** The longest an endpoint that keeps timing out is held back between attempts. */
+export const ENDPOINT_BACKOFF_MAX_MS = 60_000;
+
+/**
+ * How long an endpoint is held back after its `timeoutsInRow`-th attempt in a row without an
+ * answer: a receiver that holds connections open is tried less and less often (and one send at a
+ * time), so its sends stop filling the job's slots; the first answer ends it.
+ */
+export function endpointBackoffMs(timeoutsInRow: number): number {
+  if (timeoutsInRow <= 0) return 0;
+  return Math.min(ENDPOINT_BACKOFF_MAX_MS, ENDPOINT_BACKOFF_BASE_MS * 2 ** Math.min(timeoutsInRow - 1, 30));
+}
+
 /** `we_` + 24 hex digits. */
 export const ENDPOINT_ID_PATTERN = "^we_[0-9a-f]{24}$";
 /** `wd_` + 32 hex digits. */

@@ -20,6 +20,8 @@ export interface SendResult {
   durationMs: number;
   /** The receiver's Retry-After in seconds, when it sent a valid one. */
   retryAfterSeconds: number | null;
+  /** No answer within the send timeout (the endpoint holds connections open): the endpoint is slowed down. */
+  timedOut: boolean;
 }
 
 export function isSuccess(statusCode: number | null): boolean {
@@ -32,17 +34,18 @@ export function isSuccess(statusCode: number | null): boolean {
  */
 export function decideOutcome(tries: number, scheduleSeconds: readonly number[], result: SendResult, random: number): AttemptOutcome {
   const attempt: DeliveryAttempt = { atMs: result.atMs, statusCode: result.statusCode, error: result.error, durationMs: result.durationMs };
-  if (isSuccess(result.statusCode)) return { attempt, status: "SUCCEEDED", nextAttemptAtMs: null, disableEndpoint: null };
+  const { timedOut } = result;
+  if (isSuccess(result.statusCode)) return { attempt, status: "SUCCEEDED", nextAttemptAtMs: null, disableEndpoint: null, timedOut };
   if (result.statusCode === 410) {
     const reason = `the endpoint answered 410 Gone at ${new Date(result.atMs).toISOString()}`;
-    return { attempt, status: "FAILED", nextAttemptAtMs: null, disableEndpoint: reason };
+    return { attempt, status: "FAILED", nextAttemptAtMs: null, disableEndpoint: reason, timedOut };
   }
   const waitSeconds = scheduleSeconds[tries];
-  if (waitSeconds === undefined) return { attempt, status: "FAILED", nextAttemptAtMs: null, disableEndpoint: null };
+  if (waitSeconds === undefined) return { attempt, status: "FAILED", nextAttemptAtMs: null, disableEndpoint: null, timedOut };
   const jitteredMs = Math.round(waitSeconds * 1000 * (1 - RETRY_JITTER + 2 * RETRY_JITTER * random));
   const askedMs = result.retryAfterSeconds === null ? 0 : Math.min(result.retryAfterSeconds, MAX_RETRY_AFTER_SECONDS) * 1000;
   const nextAttemptAtMs = result.atMs + result.durationMs + Math.max(jitteredMs, askedMs);
-  return { attempt, status: "PENDING", nextAttemptAtMs, disableEndpoint: null };
+  return { attempt, status: "PENDING", nextAttemptAtMs, disableEndpoint: null, timedOut };
 }
 
 /** Retry-After as seconds from `nowMs`: delta-seconds or an HTTP date; anything else is ignored (null). */

@@ -1,19 +1,33 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { networkInterfaces } from "node:os";
+import ipaddr from "ipaddr.js";
 
 /**
  * SSRF protection for webhook targets (docs/api.md Webhooks): an endpoint may not make this service
- * call into its own network. A target's host is resolved and every address it resolves to must
- * be public; the request then connects to the address that was checked (send.ts pins it), so a
- * DNS answer that changes between check and connect (rebinding) cannot swap in another one.
+ * call into its own network. Only global unicast addresses are allowed, judged by `ipaddr.js`'s
+ * special-purpose ranges (the IANA registries) rather than a hand-kept list; an IPv6 address that
+ * carries an IPv4 address is judged by that IPv4 address too, and the host's own interface
+ * addresses are refused whatever their range (a receiver listening on 0.0.0.0 answers on them).
+ * The check runs when an endpoint is created or changed, and again at connect time for every send
+ * (send.ts): on each address DNS gives the connection, and on the address the socket reached.
  */
 
 /** A DNS lookup that takes longer than this refuses the target: a creation request or a send must not hang on it. */
 export const DNS_TIMEOUT_MS = 5000;
+/** How long the host's own interface addresses are reused before being read again. */
+const OWN_ADDRESSES_TTL_MS = 10_000;
 
 /** Why a target is refused; the message is safe to return to the operator. */
 export class RefusedTarget extends Error {
-  constructor(message: string) {
+  /**
+   * @param forAddress true when refused for where it points (a private or reserved address),
+   * which WEBHOOK_ALLOW_PRIVATE_URLS lifts; false for a malformed URL or a name that does not resolve.
+   */
+  constructor(
+    message: string,
+    readonly forAddress = false,
+  ) {
     super(message);
     this.name = "RefusedTarget";
   }
@@ -26,78 +40,99 @@ export interface ResolvedTarget {
   family: 4 | 6;
 }
 
-/** [first address, prefix length] of every IPv4 range a webhook may not reach. */
-const REFUSED_V4: readonly [string, number][] = [
-  ["0.0.0.0", 8], // "this network", unspecified
-  ["10.0.0.0", 8], // RFC 1918
-  ["100.64.0.0", 10], // carrier-grade NAT
-  ["127.0.0.0", 8], // loopback
-  ["169.254.0.0", 16], // link-local (cloud metadata services live here)
-  ["172.16.0.0", 12], // RFC 1918
-  ["192.0.0.0", 24], // IETF protocol assignments
-  ["192.168.0.0", 16], // RFC 1918
-  ["198.18.0.0", 15], // benchmarking
-  ["224.0.0.0", 4], // multicast
-  ["240.0.0.0", 4], // reserved, broadcast
-];
+/** IPv6 ranges whose addresses carry an IPv4 address: refused outright, but named with the address they carry. */
+const TUNNEL_V6_RANGES: ReadonlySet<string> = new Set(["6to4", "teredo", "rfc6145"]);
+/** 64:ff9b::/96 (RFC 6052): public IPv4 hosts seen through NAT64; judged by the IPv4 address in its last 32 bits. */
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR("64:ff9b::/96");
+/** 2000::/3: the only IPv6 block IANA allocates global unicast addresses from. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
+/** ::/96 (IPv4-compatible, deprecated by RFC 4291): `::127.0.0.1` reaches 127.0.0.1 on some stacks. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR("::/96");
 
-/** IPv6 ranges refused outright; IPv4-mapped and NAT64 forms are judged by the IPv4 address they carry. */
-const REFUSED_V6: readonly [string, number][] = [
-  ["::", 128], // unspecified
-  ["::1", 128], // loopback
-  ["fc00::", 7], // unique local
-  ["fe80::", 10], // link-local
-  ["fec0::", 10], // site-local (deprecated, still routable inside sites)
-  ["ff00::", 8], // multicast
-];
+let ownAddresses: { atMs: number; addresses: ReadonlySet<string> } | null = null;
 
-function v4ToBigInt(address: string): bigint {
-  return address.split(".").reduce((value, part) => (value << 8n) | BigInt(Number(part)), 0n);
-}
-
-/** The 128-bit value of an IPv6 address (any textual form Node accepts, dotted tail included). */
-function v6ToBigInt(address: string): bigint {
-  let text = address.toLowerCase();
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const v4 = v4ToBigInt(dotted[1]!);
-    text = `${text.slice(0, dotted.index)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
-  }
-  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
-  const headGroups = head ? head.split(":") : [];
-  const tailGroups = tail ? tail.split(":") : [];
-  const groups =
-    tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill("0"), ...tailGroups];
-  return groups.reduce((value, group) => (value << 16n) | BigInt(parseInt(group, 16)), 0n);
-}
-
-function inRange(value: bigint, bits: number, first: bigint, prefix: number): boolean {
-  const shift = BigInt(bits - prefix);
-  return value >> shift === first >> shift;
-}
-
-const MAPPED_V4_PREFIX = 0xffffn << 32n; // ::ffff:0:0/96
-const NAT64_PREFIX = v6ToBigInt("64:ff9b::"); // 64:ff9b::/96
-
-/** Why `address` (an IP literal) may not be a webhook target, or null when it may. */
-export function refusedAddressReason(address: string): string | null {
-  const family = isIP(address);
-  if (family === 4) {
-    const value = v4ToBigInt(address);
-    const refused = REFUSED_V4.some(([first, prefix]) => inRange(value, 32, v4ToBigInt(first), prefix));
-    return refused ? `${address} is a loopback, private, link-local or reserved address` : null;
-  }
-  if (family === 6) {
-    const value = v6ToBigInt(address);
-    if (value >> 32n === MAPPED_V4_PREFIX >> 32n || value >> 32n === NAT64_PREFIX >> 32n) {
-      const v4 = Number(value & 0xffffffffn);
-      const embedded = [v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255].join(".");
-      return refusedAddressReason(embedded) === null ? null : `${address} carries the refused IPv4 address ${embedded}`;
+/** The addresses of this host's interfaces, normalized (IPv4 dotted, IPv6 canonical, no zone). */
+export function hostAddresses(): ReadonlySet<string> {
+  const nowMs = Date.now();
+  if (ownAddresses === null || nowMs - ownAddresses.atMs > OWN_ADDRESSES_TTL_MS) {
+    const addresses = new Set<string>();
+    for (const entries of Object.values(networkInterfaces())) {
+      for (const entry of entries ?? []) {
+        const text = entry.address.split("%")[0]!;
+        if (ipaddr.isValid(text)) addresses.add(ipaddr.process(text).toString());
+      }
     }
-    const refused = REFUSED_V6.some(([first, prefix]) => inRange(value, 128, v6ToBigInt(first), prefix));
-    return refused ? `${address} is a loopback, private, link-local or multicast address` : null;
+    ownAddresses = { atMs: nowMs, addresses };
   }
-  return `${address} is not an IP address`;
+  return ownAddresses.addresses;
+}
+
+function embeddedV4(address: ipaddr.IPv6, fromByte: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4(address.toByteArray().slice(fromByte, fromByte + 4));
+}
+
+function refusedV4(address: ipaddr.IPv4, own: ReadonlySet<string>): string | null {
+  const range = address.range();
+  if (range !== "unicast") return `${address.toString()} is not a global unicast address (${range})`;
+  if (own.has(address.toString())) return `${address.toString()} is an address of this host`;
+  return null;
+}
+
+function refusedV6(address: ipaddr.IPv6, own: ReadonlySet<string>): string | null {
+  const text = address.toString();
+  const range = address.range();
+  if (range === "ipv4Mapped") {
+    const reason = refusedV4(address.toIPv4Address(), own);
+    return reason === null ? null : `${text} carries ${reason}`;
+  }
+  if (address.match(NAT64_WELL_KNOWN)) {
+    const reason = refusedV4(embeddedV4(address, 12), own);
+    return reason === null ? null : `${text} (NAT64) carries ${reason}`;
+  }
+  if (TUNNEL_V6_RANGES.has(range)) {
+    // 6to4 carries its IPv4 address in bytes 2–5, Teredo its server's in bytes 4–7: named so the operator sees it.
+    const carried = range === "6to4" ? embeddedV4(address, 2) : range === "teredo" ? embeddedV4(address, 4) : embeddedV4(address, 12);
+    return `${text} is a ${range} tunnel address (carrying ${carried.toString()}), not a global unicast address`;
+  }
+  if (address.match(IPV4_COMPATIBLE)) return `${text} is an IPv4-compatible address (${embeddedV4(address, 12).toString()})`;
+  if (range !== "unicast" || !address.match(GLOBAL_UNICAST_V6)) {
+    return `${text} is not a global unicast address (${range === "unicast" ? "outside 2000::/3" : range})`;
+  }
+  if (own.has(text)) return `${text} is an address of this host`;
+  return null;
+}
+
+/**
+ * An IPv6 text with a dotted IPv4 tail rewritten to two hex groups. ipaddr.js 2.5 parses any
+ * `::a.b.c.d` as IPv4-mapped (::ffff:a.b.c.d), so the IPv4-compatible `::8.8.8.8` (which glibc
+ * prints that way) would pass as a mapped public address; in hex it is judged for what it is.
+ */
+function withHexTail(text: string): string {
+  const dotted = /^(.*:)(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (!dotted) return text;
+  const [high, low] = [Number(dotted[2]) * 256 + Number(dotted[3]), Number(dotted[4]) * 256 + Number(dotted[5])];
+  return `${dotted[1]!}${high.toString(16)}:${low.toString(16)}`;
+}
+
+/**
+ * Why `address` (an IP literal, IPv6 without brackets, with or without a zone) may not be a
+ * webhook target, or null when it may. `own`: this host's addresses (hostAddresses()).
+ */
+export function refusedAddressReason(address: string, own: ReadonlySet<string> = hostAddresses()): string | null {
+  const bare = address.split("%")[0]!;
+  const family = isIP(bare);
+  const text = family === 6 ? withHexTail(bare) : bare;
+  if (family === 0 || !ipaddr.isValid(text)) return `${address} is not an IP address`;
+  const parsed = ipaddr.parse(text);
+  return parsed.kind() === "ipv4" ? refusedV4(parsed as ipaddr.IPv4, own) : refusedV6(parsed as ipaddr.IPv6, own);
+}
+
+/** Throws RefusedTarget (forAddress) unless `address` may be connected to. */
+export function assertAllowedAddress(address: string, hostname: string): void {
+  const reason = refusedAddressReason(address);
+  if (reason === null) return;
+  const literal = hostname.replace(/^\[|\]$/g, "") === address;
+  throw new RefusedTarget(literal ? reason : `${hostname} resolves to a refused address (${reason})`, true);
 }
 
 /** `url` parsed, with http(s) required; anything else is refused with a reason. */
@@ -114,18 +149,31 @@ export function parseTargetUrl(text: string): URL {
 }
 
 /** The URL's hostname as an IP literal (brackets of IPv6 removed), or null for a name. */
-function literalAddress(url: URL): string | null {
+export function literalAddress(url: URL): string | null {
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   return isIP(host) === 0 ? null : host;
 }
 
-async function resolveAll(hostname: string): Promise<{ address: string; family: number }[]> {
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Resolves a host name to all its addresses (the operating system's resolver by default; tests map names). */
+export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
+
+/** `resolver(hostname)` bounded by DNS_TIMEOUT_MS, with every failure a RefusedTarget. */
+export async function resolveAll(hostname: string, resolver: Resolver = systemResolver): Promise<ResolvedAddress[]> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new RefusedTarget(`${hostname} did not resolve within ${DNS_TIMEOUT_MS} ms`)), DNS_TIMEOUT_MS);
   });
   try {
-    return await Promise.race([lookup(hostname, { all: true, verbatim: true }), timeout]);
+    const addresses = await Promise.race([resolver(hostname), timeout]);
+    if (addresses.length === 0) throw new RefusedTarget(`${hostname} resolves to no address`);
+    return addresses;
   } catch (error) {
     if (error instanceof RefusedTarget) throw error;
     throw new RefusedTarget(`${hostname} does not resolve (${(error as NodeJS.ErrnoException).code ?? "lookup failed"})`);
@@ -137,19 +185,14 @@ async function resolveAll(hostname: string): Promise<{ address: string; family: 
 /**
  * Resolves the target of `text` and checks every address it resolves to (one refused address
  * refuses the target: a name that also points inward is not safe to call). With allowPrivate
- * nothing is refused for its range. Returns the address to connect to.
+ * nothing is refused for its range. Returns the first address. Used when an endpoint is created
+ * or changed; a send checks again at connect time (send.ts), so a later DNS change cannot slip by.
  */
-export async function resolveTarget(text: string, allowPrivate: boolean): Promise<ResolvedTarget> {
+export async function resolveTarget(text: string, allowPrivate: boolean, resolver: Resolver = systemResolver): Promise<ResolvedTarget> {
   const url = parseTargetUrl(text);
   const literal = literalAddress(url);
-  const addresses = literal !== null ? [{ address: literal, family: isIP(literal) }] : await resolveAll(url.hostname);
-  if (addresses.length === 0) throw new RefusedTarget(`${url.hostname} resolves to no address`);
-  if (!allowPrivate) {
-    for (const { address } of addresses) {
-      const reason = refusedAddressReason(address);
-      if (reason !== null) throw new RefusedTarget(literal !== null ? reason : `${url.hostname} resolves to a refused address (${reason})`);
-    }
-  }
+  const addresses = literal !== null ? [{ address: literal, family: isIP(literal) }] : await resolveAll(url.hostname, resolver);
+  if (!allowPrivate) for (const { address } of addresses) assertAllowedAddress(address, url.hostname);
   const chosen = addresses[0]!;
   return { url, address: chosen.address, family: chosen.family === 6 ? 6 : 4 };
 }

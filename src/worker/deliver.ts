@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
 import type { Metrics } from "../metrics.js";
-import type { AttemptOutcome, ClaimedDelivery, LedgerStore } from "../store/store.js";
+import type { AttemptOutcome, ClaimedDelivery, DeliveryLease, LedgerStore } from "../store/store.js";
 import { decideOutcome } from "../webhooks/schedule.js";
 import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
 
@@ -9,9 +9,15 @@ import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
  * The deliver job (README, Architecture: background jobs): claims due webhook deliveries and sends them, a bounded
  * number at once, and stores each outcome. Sends run side by side and each has its own timeout,
  * so an endpoint that hangs or fails holds only its own slots (at most MAX_IN_FLIGHT_PER_ENDPOINT
- * of them): the claim passes over endpoints that have that many in flight. Claims are leased
+ * of them, and a contract's endpoints together MAX_IN_FLIGHT_PER_CONTRACT): the claim passes over
+ * endpoints and contracts that have that many in flight. An endpoint whose attempts time out is
+ * backed off and sent one delivery at a time until it answers again (webhook-rules.ts). Claims are leased
  * (CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
- * attempt twice at once, and a delivery whose sender died is sent again when its lease ends.
+ * attempt twice at once. The lease is short and renewed every quarter of it while the attempt
+ * runs, so a delivery whose sender died (SIGKILL) is sent again within one lease, not after the
+ * longest attempt could last. A restarted process cannot tell its own old claims from a live
+ * instance's without an identity that survives restarts and is known to be unique (a lock): the
+ * short lease gives the same bound without that risk.
  */
 
 export interface DeliveryJobOptions {
@@ -22,7 +28,7 @@ export interface DeliveryJobOptions {
   sendTimeoutMs?: number;
   /** Finished deliveries older than this are purged. */
   retentionMs?: number;
-  /** WEBHOOK_CLAIM_LEASE_MS; CLAIM_LEASE_MS by default. Each attempt's timeout is cut to half of it. */
+  /** WEBHOOK_CLAIM_LEASE_MS; CLAIM_LEASE_MS by default. Renewed while an attempt runs, however long it takes. */
   leaseMs?: number;
 }
 
@@ -31,10 +37,18 @@ export const MAX_IN_FLIGHT_SENDS = 16;
 /** Sends in flight to one endpoint at once: what one slow endpoint can take of MAX_IN_FLIGHT_SENDS. */
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
 /**
- * A claim's lease: longer than the slowest attempt (DNS bound + send timeout), so a live sender
- * always finishes first; after it a dead sender's delivery is due again.
+ * Sends in flight to one contract's endpoints at once (every instance's, counted by live leases):
+ * a tenant whose endpoints all hang holds at most half of a job's slots, so the others' deliveries
+ * still go out at once (issue 19: 10 hanging endpoints of one contract held all 16 for 15 s and more).
  */
-export const CLAIM_LEASE_MS = 30_000;
+export const MAX_IN_FLIGHT_PER_CONTRACT = 8;
+/**
+ * A claim's lease without renewal (config.ts's default): renewed every LEASE_RENEWALS_PER_LEASE-th
+ * of it while the attempt runs; after it a dead sender's delivery is due again.
+ */
+export const CLAIM_LEASE_MS = 4000;
+/** Renewals per lease: three may come late or fail before another job may take the delivery. */
+const LEASE_RENEWALS_PER_LEASE = 4;
 const DEFAULT_POLL_INTERVAL_MS = 500;
 /** How long stop() lets sends in flight finish before aborting them. */
 const STOP_GRACE_MS = 3000;
@@ -49,6 +63,11 @@ const MAX_PURGE_STEPS = 10;
 export class DeliveryJob {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly inFlightByEndpoint = new Map<string, number>();
+  /** The claims of the sends in flight, with what aborts a send whose lease was lost. */
+  private readonly held = new Map<string, { lease: DeliveryLease; lost: AbortController }>();
+  private renewal: NodeJS.Timeout | null = null;
+  /** A renewal in progress: a slow database does not pile them up. */
+  private renewing = false;
   private timer: NodeJS.Timeout | null = null;
   private timerAtMs = 0;
   private wakeAfterPass = false;
@@ -159,6 +178,7 @@ export class DeliveryJob {
       nowMs: this.clock.now(),
       limit: free,
       perEndpointLimit: MAX_IN_FLIGHT_PER_ENDPOINT,
+      perContractLimit: MAX_IN_FLIGHT_PER_CONTRACT,
       leaseMs: this.leaseMs,
       excludeEndpointIds: busy,
     });
@@ -166,7 +186,12 @@ export class DeliveryJob {
 
   private launch(delivery: ClaimedDelivery): void {
     this.inFlightByEndpoint.set(delivery.endpointId, (this.inFlightByEndpoint.get(delivery.endpointId) ?? 0) + 1);
-    const sending: Promise<void> = this.deliver(delivery).finally(() => {
+    const lost = new AbortController();
+    this.held.set(delivery.id, { lease: { id: delivery.id, claimToken: delivery.claimToken }, lost });
+    this.startRenewals();
+    const sending: Promise<void> = this.deliver(delivery, lost.signal).finally(() => {
+      this.held.delete(delivery.id);
+      if (this.held.size === 0) this.stopRenewals();
       this.inFlight.delete(sending);
       const left = (this.inFlightByEndpoint.get(delivery.endpointId) ?? 1) - 1;
       if (left === 0) this.inFlightByEndpoint.delete(delivery.endpointId);
@@ -177,16 +202,56 @@ export class DeliveryJob {
     this.inFlight.add(sending);
   }
 
+  private startRenewals(): void {
+    if (this.renewal) return;
+    this.renewal = setInterval(() => void this.renewLeases(), Math.max(1, Math.floor(this.leaseMs / LEASE_RENEWALS_PER_LEASE)));
+    this.renewal.unref();
+  }
+
+  private stopRenewals(): void {
+    if (this.renewal) clearInterval(this.renewal);
+    this.renewal = null;
+  }
+
+  /**
+   * Extends the leases of the sends in flight. A send whose lease is gone (it was late by a whole
+   * lease and another job took the delivery) is aborted: its outcome could not be stored anyway.
+   * A renewal that fails is logged; the next one tries again.
+   */
+  private async renewLeases(): Promise<void> {
+    const held = [...this.held.values()];
+    if (held.length === 0 || this.renewing) return;
+    this.renewing = true;
+    try {
+      const renewed = new Set(
+        await this.store.renewDeliveryLeases(
+          held.map((entry) => entry.lease),
+          this.clock.now() + this.leaseMs,
+        ),
+      );
+      for (const entry of held) {
+        if (renewed.has(entry.lease.id) || !this.held.has(entry.lease.id)) continue;
+        this.log.warn({ deliveryId: entry.lease.id }, "webhook delivery lease lost; its send is abandoned");
+        entry.lost.abort();
+      }
+    } catch (error) {
+      this.log.error({ err: error }, "webhook delivery leases not renewed; retrying at the next renewal");
+    } finally {
+      this.renewing = false;
+    }
+  }
+
   /** Sends one delivery and stores its outcome; a failure here is logged, and the lease brings the delivery back. */
-  private async deliver(delivery: ClaimedDelivery): Promise<void> {
+  private async deliver(delivery: ClaimedDelivery, leaseLost: AbortSignal): Promise<void> {
     try {
       const result = await sendDelivery(delivery, {
         allowPrivateUrls: this.options.allowPrivateUrls,
-        // Well inside the lease: a live sender must end before its delivery can be claimed again.
-        timeoutMs: Math.min(this.options.sendTimeoutMs ?? SEND_TIMEOUT_MS, Math.floor(this.leaseMs / 2)),
+        timeoutMs: this.options.sendTimeoutMs ?? SEND_TIMEOUT_MS,
         now: () => this.clock.now(),
-        signal: this.shutdown.signal,
+        signal: AbortSignal.any([this.shutdown.signal, leaseLost]),
       });
+      // The send is over: its lease needs no renewal while the outcome is stored (that clears it).
+      this.held.delete(delivery.id);
       const outcome = decideOutcome(delivery.tries, this.options.retryScheduleSeconds, result, Math.random());
       const stored = await this.store.recordDeliveryAttempt(delivery, outcome);
       this.record(delivery, outcome, stored);

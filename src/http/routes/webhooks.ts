@@ -69,10 +69,14 @@ async function checkTarget(ctx: AppContext, url: string): Promise<void> {
   try {
     await resolveTarget(url, ctx.config.webhookAllowPrivateUrls);
   } catch (error) {
-    if (error instanceof RefusedTarget) throw validationFailed([{ path: "url", message: error.message }]);
-    throw error;
+    if (!(error instanceof RefusedTarget)) throw error;
+    // The console shows this message: it names the setting that lifts the refusal for tests and closed networks.
+    const hint = error.forAddress ? "; only global unicast addresses are allowed (WEBHOOK_ALLOW_PRIVATE_URLS=true lifts this)" : "";
+    throw validationFailed([{ path: "url", message: `${error.message}${hint}` }]);
   }
 }
+
+/** Answers that carry a secret are never stored by a cache or a browser. */
 
 const noEndpoint = (endpointId: string) => notFound(`no webhook endpoint ${endpointId} for this contract`);
 
@@ -98,7 +102,7 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
         response: responses(WebhookResponses.created, 400, 401, 403),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { url, types, description } = request.body;
       await checkTarget(ctx, url);
       const secret = newSecret();

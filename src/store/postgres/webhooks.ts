@@ -5,6 +5,7 @@ import type {
   ClaimedDelivery,
   DeliveryAttempt,
   DeliveryClaim,
+  DeliveryLease,
   DeliveryPage,
   DeliveryQuery,
   DeliveryStatus,
@@ -17,7 +18,13 @@ import type {
   WebhookEndpointChange,
   WebhooksStore,
 } from "../store.js";
-import { MAX_ATTEMPTS_KEPT, MAX_ENDPOINTS_WALKED_PER_CLAIM, newDeliveryId, parseDeliveryPosition } from "../webhook-rules.js";
+import {
+  endpointBackoffMs,
+  MAX_ATTEMPTS_KEPT,
+  MAX_ENDPOINTS_WALKED_PER_CLAIM,
+  newDeliveryId,
+  parseDeliveryPosition,
+} from "../webhook-rules.js";
 import { toNullableNumber, toNumber, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 
 /**
@@ -170,6 +177,14 @@ export async function rotateSecret(
   return (rowCount ?? 0) > 0;
 }
 
+/**
+ * An operator's test or retry is sent now, not after the endpoint's backoff; it still goes one at
+ * a time while the endpoint times out (timeouts_in_row is kept).
+ */
+async function endBackoff(client: PgClient, endpointId: string): Promise<void> {
+  await client.query("UPDATE webhook_endpoints SET backoff_until_ms = NULL WHERE id = $1 AND backoff_until_ms IS NOT NULL", [endpointId]);
+}
+
 export async function createTestDelivery(
   client: PgClient,
   contract: AddressKey,
@@ -180,6 +195,7 @@ export async function createTestDelivery(
   const endpoint = await readEndpoint(client, contract, endpointId);
   if (!endpoint) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  await endBackoff(client, endpointId);
   const id = newDeliveryId();
   await client.query(
     `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, next_attempt_at_ms, created_at_ms)
@@ -202,47 +218,78 @@ interface ClaimRow {
   claim_token: string;
 }
 
+/** $1 now, $2 limit, $3 per-endpoint cap, $4 excluded endpoints, $5 lease end, $6 per-contract cap (claimDue). */
+const CLAIM_SQL = `WITH RECURSIVE pending(endpoint_id) AS (
+    (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'PENDING' ORDER BY endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.endpoint_id FROM webhook_deliveries d WHERE d.status = 'PENDING' AND d.endpoint_id > p.endpoint_id
+            ORDER BY d.endpoint_id LIMIT 1)
+    FROM pending p WHERE p.endpoint_id IS NOT NULL
+  ),
+  walked AS (SELECT endpoint_id FROM pending WHERE endpoint_id IS NOT NULL LIMIT ${MAX_ENDPOINTS_WALKED_PER_CLAIM}),
+  leased AS (
+    SELECT endpoint_id, count(*)::int AS sends FROM webhook_deliveries
+    WHERE claim_token IS NOT NULL AND claimed_until_ms > $1 AND status = 'PENDING'
+    GROUP BY endpoint_id
+  ),
+  contract_leased AS (
+    SELECT e.contract, sum(l.sends)::int AS sends FROM leased l JOIN webhook_endpoints e ON e.id = l.endpoint_id GROUP BY e.contract
+  ),
+  open_endpoints AS (
+    SELECT w.endpoint_id, e.contract,
+      GREATEST((CASE WHEN e.timeouts_in_row > 0 THEN 1 ELSE $3::int END) - COALESCE(l.sends, 0), 0) AS room
+    FROM walked w
+    JOIN webhook_endpoints e ON e.id = w.endpoint_id AND NOT e.disabled
+      AND (e.backoff_until_ms IS NULL OR e.backoff_until_ms <= $1)
+    LEFT JOIN leased l ON l.endpoint_id = w.endpoint_id
+    WHERE w.endpoint_id <> ALL ($4::text[])
+  ),
+  candidates AS (
+    SELECT c.seq, o.contract, c.turn, c.next_attempt_at_ms FROM open_endpoints o
+    CROSS JOIN LATERAL (
+      SELECT seq, next_attempt_at_ms, row_number() OVER (ORDER BY next_attempt_at_ms, seq) AS turn FROM (
+        SELECT seq, next_attempt_at_ms FROM webhook_deliveries
+        WHERE endpoint_id = o.endpoint_id AND status = 'PENDING' AND next_attempt_at_ms <= $1
+          AND (claimed_until_ms IS NULL OR claimed_until_ms <= $1)
+        ORDER BY next_attempt_at_ms, seq LIMIT o.room) due) c
+  ),
+  chosen AS (
+    SELECT ranked.seq FROM (
+      SELECT c.seq, c.turn, c.next_attempt_at_ms,
+        row_number() OVER (PARTITION BY c.contract ORDER BY c.turn, c.next_attempt_at_ms, c.seq) AS place,
+        $6::int - COALESCE(cl.sends, 0) AS contract_room
+      FROM candidates c LEFT JOIN contract_leased cl ON cl.contract = c.contract
+    ) ranked
+    WHERE ranked.place <= ranked.contract_room
+    ORDER BY ranked.turn, ranked.next_attempt_at_ms LIMIT $2
+  ),
+  locked AS (
+    SELECT d.seq FROM webhook_deliveries d JOIN chosen USING (seq)
+    WHERE d.status = 'PENDING' AND d.next_attempt_at_ms <= $1 AND (d.claimed_until_ms IS NULL OR d.claimed_until_ms <= $1)
+    FOR UPDATE OF d SKIP LOCKED
+  )
+  UPDATE webhook_deliveries d SET claimed_until_ms = $5, claim_token = gen_random_uuid()::text
+  FROM locked, webhook_endpoints e
+  WHERE d.seq = locked.seq AND e.id = d.endpoint_id
+  RETURNING d.id, d.endpoint_id, e.url, d.event_id, d.payload, d.tries, e.secret, e.previous_secret,
+    e.previous_secret_expires_at_ms, d.claim_token`;
+
 /**
  * One statement: walk the endpoints with PENDING deliveries through the pending index (a skip
- * scan), take each one's oldest due deliveries, deal them out round-robin (every endpoint's first
- * turn before any second), lock them SKIP LOCKED (so instances claiming at once take different
- * rows; a locked row is re-checked against its latest version) and lease them.
+ * scan), count the sends in flight (live leases, every instance's) per endpoint and per contract
+ * through the leased index, take each open endpoint's oldest due deliveries up to its room (one
+ * while it times out, none while backed off), keep each contract within its room, deal them out
+ * round-robin (every endpoint's first turn before any second), lock them SKIP LOCKED (so
+ * instances claiming at once take different rows; a locked row is re-checked against its latest
+ * version) and lease them. Instances claiming at the same moment count the same leases, so
+ * together they may pass a cap for that moment; the next claims see it and wait.
  */
 export async function claimDue(db: Queryable, claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
   const claimedUntilMs = claim.nowMs + claim.leaseMs;
   const { rows } = await db.query<ClaimRow>({
     name: "pl-webhook-claim",
-    text: `WITH RECURSIVE pending(endpoint_id) AS (
-             (SELECT endpoint_id FROM webhook_deliveries WHERE status = 'PENDING' ORDER BY endpoint_id LIMIT 1)
-             UNION ALL
-             SELECT (SELECT d.endpoint_id FROM webhook_deliveries d WHERE d.status = 'PENDING' AND d.endpoint_id > p.endpoint_id
-                     ORDER BY d.endpoint_id LIMIT 1)
-             FROM pending p WHERE p.endpoint_id IS NOT NULL
-           ),
-           walked AS (SELECT endpoint_id FROM pending WHERE endpoint_id IS NOT NULL LIMIT ${MAX_ENDPOINTS_WALKED_PER_CLAIM}),
-           candidates AS (
-             SELECT c.seq FROM walked w
-             JOIN webhook_endpoints e ON e.id = w.endpoint_id AND NOT e.disabled
-             CROSS JOIN LATERAL (
-               SELECT seq, next_attempt_at_ms, row_number() OVER (ORDER BY next_attempt_at_ms, seq) AS turn FROM (
-                 SELECT seq, next_attempt_at_ms FROM webhook_deliveries
-                 WHERE endpoint_id = w.endpoint_id AND status = 'PENDING' AND next_attempt_at_ms <= $1
-                   AND (claimed_until_ms IS NULL OR claimed_until_ms <= $1)
-                 ORDER BY next_attempt_at_ms, seq LIMIT $3) due) c
-             WHERE w.endpoint_id <> ALL ($4::text[])
-             ORDER BY c.turn, c.next_attempt_at_ms LIMIT $2
-           ),
-           locked AS (
-             SELECT d.seq FROM webhook_deliveries d JOIN candidates USING (seq)
-             WHERE d.status = 'PENDING' AND d.next_attempt_at_ms <= $1 AND (d.claimed_until_ms IS NULL OR d.claimed_until_ms <= $1)
-             FOR UPDATE OF d SKIP LOCKED
-           )
-           UPDATE webhook_deliveries d SET claimed_until_ms = $5, claim_token = gen_random_uuid()::text
-           FROM locked, webhook_endpoints e
-           WHERE d.seq = locked.seq AND e.id = d.endpoint_id
-           RETURNING d.id, d.endpoint_id, e.url, d.event_id, d.payload, d.tries, e.secret, e.previous_secret,
-             e.previous_secret_expires_at_ms, d.claim_token`,
-    values: [claim.nowMs, claim.limit, claim.perEndpointLimit, claim.excludeEndpointIds, claimedUntilMs],
+    text: CLAIM_SQL,
+    values: [claim.nowMs, claim.limit, claim.perEndpointLimit, claim.excludeEndpointIds, claimedUntilMs, claim.perContractLimit],
   });
   return rows.map((row) => {
     const previousLive = row.previous_secret !== null && toNumber(row.previous_secret_expires_at_ms) > claim.nowMs;
@@ -260,11 +307,58 @@ export async function claimDue(db: Queryable, claim: DeliveryClaim): Promise<Cla
   });
 }
 
+export async function renewLeases(db: Queryable, leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]> {
+  if (leases.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>({
+    name: "pl-webhook-renew-leases",
+    text: `UPDATE webhook_deliveries d SET claimed_until_ms = $3
+           FROM unnest($1::text[], $2::text[]) AS held(id, claim_token)
+           WHERE d.id = held.id AND d.claim_token = held.claim_token AND d.status = 'PENDING'
+           RETURNING d.id`,
+    values: [leases.map((held) => held.id), leases.map((held) => held.claimToken), claimedUntilMs],
+  });
+  return rows.map((row) => row.id);
+}
+
+/** Any answer ends an endpoint's backoff; an attempt without one within the timeout extends it (endpointBackoffMs). */
+async function recordEndpointHealth(client: PgClient, endpointId: string, outcome: AttemptOutcome): Promise<void> {
+  if (outcome.attempt.statusCode !== null) {
+    await client.query({
+      name: "pl-webhook-endpoint-answered",
+      text: "UPDATE webhook_endpoints SET timeouts_in_row = 0, backoff_until_ms = NULL WHERE id = $1 AND timeouts_in_row > 0",
+      values: [endpointId],
+    });
+    return;
+  }
+  if (!outcome.timedOut) return;
+  const { rows } = await client.query<{ timeouts_in_row: number }>({
+    name: "pl-webhook-endpoint-timed-out",
+    text: "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = $1 RETURNING timeouts_in_row",
+    values: [endpointId],
+  });
+  if (!rows[0]) return;
+  const untilMs = outcome.attempt.atMs + outcome.attempt.durationMs + endpointBackoffMs(rows[0].timeouts_in_row);
+  await client.query("UPDATE webhook_endpoints SET backoff_until_ms = GREATEST(COALESCE(backoff_until_ms, 0), $2) WHERE id = $1", [
+    endpointId,
+    untilMs,
+  ]);
+}
+
 /**
- * Stores the attempt if the claim is still ours. A retry for an endpoint that was disabled
- * meanwhile fails instead (nothing is sent to a disabled endpoint); a 410 disables it here.
+ * Stores the attempt if the claim is still ours (the endpoint's health with it). A retry for an
+ * endpoint that was disabled meanwhile fails instead (nothing is sent to a disabled endpoint); a
+ * 410 disables it here.
  */
 export async function recordAttempt(client: PgClient, delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<boolean> {
+  // Not locked here: the endpoint's row is locked first (as updateEndpoint does, then its
+  // deliveries), so the two cannot deadlock; the update below checks the claim again.
+  const { rows: held } = await client.query({
+    name: "pl-webhook-claim-held",
+    text: "SELECT 1 FROM webhook_deliveries WHERE id = $1 AND claim_token = $2",
+    values: [delivery.id, delivery.claimToken],
+  });
+  if (held.length === 0) return false;
+  await recordEndpointHealth(client, delivery.endpointId, outcome);
   if (outcome.disableEndpoint !== null) {
     await client.query("UPDATE webhook_endpoints SET disabled = true, disabled_reason = $1 WHERE id = $2 AND NOT disabled", [
       outcome.disableEndpoint,
@@ -372,6 +466,7 @@ export async function retryDelivery(
   const endpoint = await readEndpoint(client, contract, endpointId);
   if (!endpoint || !(await readDelivery(client, contract, endpointId, deliveryId))) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  await endBackoff(client, endpointId);
   // A delivery being sent right now (a live lease) is left to that attempt.
   await client.query(
     `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at_ms = $1, finished_at_ms = NULL
@@ -430,6 +525,7 @@ export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>)
     rotateWebhookSecret: (contract, id, secret, nowMs, overlapMs) => run(() => rotateSecret(pool, contract, id, secret, nowMs, overlapMs)),
     createTestDelivery: (contract, id, event, nowMs) => inTransaction((client) => createTestDelivery(client, contract, id, event, nowMs)),
     claimDueDeliveries: (claim) => run(() => claimDue(pool, claim)),
+    renewDeliveryLeases: (leases, claimedUntilMs) => run(() => renewLeases(pool, leases, claimedUntilMs)),
     recordDeliveryAttempt: (delivery, outcome) => inTransaction((client) => recordAttempt(client, delivery, outcome)),
     listDeliveries: (contract, id, query) => run(() => listDeliveries(pool, contract, id, query)),
     getDelivery: (contract, id, deliveryId) => run(() => readDelivery(pool, contract, id, deliveryId)),

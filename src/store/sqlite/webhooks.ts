@@ -6,6 +6,7 @@ import type {
   ClaimedDelivery,
   DeliveryAttempt,
   DeliveryClaim,
+  DeliveryLease,
   DeliveryPage,
   DeliveryQuery,
   DeliveryStatus,
@@ -18,7 +19,13 @@ import type {
   WebhookEndpointChange,
   WebhooksStore,
 } from "../store.js";
-import { MAX_ATTEMPTS_KEPT, MAX_ENDPOINTS_WALKED_PER_CLAIM, newDeliveryId, parseDeliveryPosition } from "../webhook-rules.js";
+import {
+  endpointBackoffMs,
+  MAX_ATTEMPTS_KEPT,
+  MAX_ENDPOINTS_WALKED_PER_CLAIM,
+  newDeliveryId,
+  parseDeliveryPosition,
+} from "../webhook-rules.js";
 import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 
 /**
@@ -182,6 +189,14 @@ export function rotateSecret(
   );
 }
 
+/**
+ * An operator's test or retry is sent now, not after the endpoint's backoff; it still goes one at
+ * a time while the endpoint times out (timeouts_in_row is kept).
+ */
+function endBackoff(db: SqliteDb, endpointId: string): void {
+  statement(db, "UPDATE webhook_endpoints SET backoff_until_ms = NULL WHERE id = ? AND backoff_until_ms IS NOT NULL").run(endpointId);
+}
+
 export function createTestDelivery(
   db: SqliteDb,
   contract: AddressKey,
@@ -192,11 +207,19 @@ export function createTestDelivery(
   const endpoint = readEndpoint(db, contract, endpointId);
   if (!endpoint) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  endBackoff(db, endpointId);
   return { kind: "done", value: insertDelivery(db, endpointId, event, nowMs) };
 }
 
-/** Endpoints with PENDING deliveries, walked through the pending index one endpoint at a time (a skip scan). */
-function endpointsWithPending(db: SqliteDb): string[] {
+interface WalkedEndpoint {
+  id: string;
+  contract: string;
+  timeouts_in_row: bigint;
+  backoff_until_ms: bigint | null;
+}
+
+/** Enabled endpoints with PENDING deliveries, walked through the pending index one endpoint at a time (a skip scan). */
+function endpointsWithPending(db: SqliteDb): WalkedEndpoint[] {
   return statement(
     db,
     `WITH RECURSIVE pending(endpoint_id) AS (
@@ -206,10 +229,25 @@ function endpointsWithPending(db: SqliteDb): string[] {
        FROM pending p WHERE p.endpoint_id IS NOT NULL
        LIMIT ${MAX_ENDPOINTS_WALKED_PER_CLAIM}
      )
-     SELECT p.endpoint_id FROM pending p JOIN webhook_endpoints e ON e.id = p.endpoint_id WHERE e.disabled = 0`,
-  )
-    .pluck(true)
-    .all() as string[];
+     SELECT e.id, e.contract, e.timeouts_in_row, e.backoff_until_ms
+     FROM pending p JOIN webhook_endpoints e ON e.id = p.endpoint_id WHERE e.disabled = 0`,
+  ).all() as WalkedEndpoint[];
+}
+
+/** Live leases (sends in flight, every job's) per endpoint and per contract, through webhook_deliveries_leased. */
+function sendsInFlight(db: SqliteDb, nowMs: number): { byEndpoint: Map<string, number>; byContract: Map<string, number> } {
+  const rows = statement(
+    db,
+    `SELECT d.endpoint_id, e.contract, count(*) AS n FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+     WHERE d.claim_token IS NOT NULL AND d.claimed_until_ms > ? AND d.status = 'PENDING' GROUP BY d.endpoint_id`,
+  ).all(nowMs) as { endpoint_id: string; contract: string; n: bigint }[];
+  const byEndpoint = new Map<string, number>();
+  const byContract = new Map<string, number>();
+  for (const row of rows) {
+    byEndpoint.set(row.endpoint_id, toNumber(row.n));
+    byContract.set(row.contract, (byContract.get(row.contract) ?? 0) + toNumber(row.n));
+  }
+  return { byEndpoint, byContract };
 }
 
 interface DueRow {
@@ -217,24 +255,43 @@ interface DueRow {
   next_attempt_at_ms: bigint;
 }
 
-/** Round-robin by endpoint (every endpoint's first turn before any second), oldest due first within a turn. */
+/**
+ * Round-robin by endpoint (every endpoint's first turn before any second), oldest due first
+ * within a turn, within the caps on sends in flight: an endpoint takes up to perEndpointLimit
+ * (one while it times out; none while backed off), a contract up to perContractLimit.
+ */
 export function claimDue(db: SqliteDb, claim: DeliveryClaim): ClaimedDelivery[] {
   const excluded = new Set(claim.excludeEndpointIds);
-  const candidates: { seq: bigint; turn: number; dueAtMs: number }[] = [];
+  const inFlight = sendsInFlight(db, claim.nowMs);
+  const candidates: { seq: bigint; contract: string; turn: number; dueAtMs: number }[] = [];
   const due = statement(
     db,
     `SELECT seq, next_attempt_at_ms FROM webhook_deliveries
      WHERE endpoint_id = ? AND status = 'PENDING' AND next_attempt_at_ms <= ? AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?)
      ORDER BY next_attempt_at_ms, seq LIMIT ?`,
   );
-  for (const endpointId of endpointsWithPending(db)) {
-    if (excluded.has(endpointId)) continue;
-    const rows = due.all(endpointId, claim.nowMs, claim.nowMs, claim.perEndpointLimit) as DueRow[];
-    rows.forEach((row, turn) => candidates.push({ seq: row.seq, turn, dueAtMs: toNumber(row.next_attempt_at_ms) }));
+  for (const endpoint of endpointsWithPending(db)) {
+    const backoffUntilMs = toNullableNumber(endpoint.backoff_until_ms);
+    if (excluded.has(endpoint.id) || (backoffUntilMs !== null && backoffUntilMs > claim.nowMs)) continue;
+    const cap = endpoint.timeouts_in_row > 0n ? 1 : claim.perEndpointLimit;
+    const room = cap - (inFlight.byEndpoint.get(endpoint.id) ?? 0);
+    if (room <= 0) continue;
+    const rows = due.all(endpoint.id, claim.nowMs, claim.nowMs, room) as DueRow[];
+    rows.forEach((row, turn) =>
+      candidates.push({ seq: row.seq, contract: endpoint.contract, turn, dueAtMs: toNumber(row.next_attempt_at_ms) }),
+    );
   }
   candidates.sort((a, b) => a.turn - b.turn || a.dueAtMs - b.dueAtMs);
   const claimedUntilMs = claim.nowMs + claim.leaseMs;
-  return candidates.slice(0, claim.limit).map((candidate) => lease(db, candidate.seq, claimedUntilMs, claim.nowMs));
+  const chosen: bigint[] = [];
+  for (const candidate of candidates) {
+    if (chosen.length >= claim.limit) break;
+    const contractSends = inFlight.byContract.get(candidate.contract) ?? 0;
+    if (contractSends >= claim.perContractLimit) continue;
+    inFlight.byContract.set(candidate.contract, contractSends + 1);
+    chosen.push(candidate.seq);
+  }
+  return chosen.map((seq) => lease(db, seq, claimedUntilMs, claim.nowMs));
 }
 
 interface ClaimRow {
@@ -271,6 +328,32 @@ function lease(db: SqliteDb, seq: bigint, claimedUntilMs: number, nowMs: number)
   };
 }
 
+export function renewLeases(db: SqliteDb, leases: readonly DeliveryLease[], claimedUntilMs: number): string[] {
+  const renew = statement(db, "UPDATE webhook_deliveries SET claimed_until_ms = ? WHERE id = ? AND claim_token = ? AND status = 'PENDING'");
+  return leases.filter((held) => renew.run(claimedUntilMs, held.id, held.claimToken).changes > 0).map((held) => held.id);
+}
+
+/** Any answer ends an endpoint's backoff; an attempt without one within the timeout extends it (endpointBackoffMs). */
+function recordEndpointHealth(db: SqliteDb, endpointId: string, outcome: AttemptOutcome): void {
+  if (outcome.attempt.statusCode !== null) {
+    statement(db, "UPDATE webhook_endpoints SET timeouts_in_row = 0, backoff_until_ms = NULL WHERE id = ? AND timeouts_in_row > 0").run(
+      endpointId,
+    );
+    return;
+  }
+  if (!outcome.timedOut) return;
+  const timeouts = toNumber(
+    statement(db, "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = ? RETURNING timeouts_in_row")
+      .pluck(true)
+      .get(endpointId),
+  );
+  const untilMs = outcome.attempt.atMs + outcome.attempt.durationMs + endpointBackoffMs(timeouts);
+  statement(db, "UPDATE webhook_endpoints SET backoff_until_ms = max(coalesce(backoff_until_ms, 0), ?) WHERE id = ?").run(
+    untilMs,
+    endpointId,
+  );
+}
+
 /**
  * Stores the attempt if the claim is still ours. A retry of an endpoint that was disabled
  * meanwhile fails instead (nothing is sent to a disabled endpoint); a 410 disables it here.
@@ -281,6 +364,7 @@ export function recordAttempt(db: SqliteDb, delivery: ClaimedDelivery, outcome: 
     delivery.claimToken,
   ) as { attempts: string } | undefined;
   if (!row) return false;
+  recordEndpointHealth(db, delivery.endpointId, outcome);
   if (outcome.disableEndpoint !== null) {
     statement(db, "UPDATE webhook_endpoints SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0").run(
       outcome.disableEndpoint,
@@ -369,6 +453,7 @@ export function retryDelivery(
   const endpoint = readEndpoint(db, contract, endpointId);
   if (!endpoint || !readDelivery(db, contract, endpointId, deliveryId)) return { kind: "not_found" };
   if (endpoint.disabled) return { kind: "disabled" };
+  endBackoff(db, endpointId);
   statement(
     db,
     `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at_ms = ?, finished_at_ms = NULL
@@ -435,6 +520,7 @@ export function webhookOperations(current: () => SqliteDb): WebhooksStore {
       write((db) => rotateSecret(db, contract, id, secret, nowMs, overlapMs)),
     createTestDelivery: (contract, id, event, nowMs) => write((db) => createTestDelivery(db, contract, id, event, nowMs)),
     claimDueDeliveries: (claim) => write((db) => claimDue(db, claim)),
+    renewDeliveryLeases: (leases, claimedUntilMs) => write((db) => renewLeases(db, leases, claimedUntilMs)),
     recordDeliveryAttempt: (delivery, outcome) => write((db) => recordAttempt(db, delivery, outcome)),
     listDeliveries: (contract, id, query) => read((db) => listDeliveries(db, contract, id, query)),
     getDelivery: (contract, id, deliveryId) => read((db) => readDelivery(db, contract, id, deliveryId)),

@@ -276,4 +276,17 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX used_challenge_nonces_by_expiry ON used_challenge_nonces (expires_at_ms);
     `,
   },
+  {
+    // Fair webhook delivery (issue 19): an endpoint's attempts without an answer in a row, and
+    // until when it is held back (webhook-rules.ts endpointBackoffMs). webhook_deliveries_leased
+    // lets the claim count the sends in flight per endpoint and contract without a scan: only
+    // deliveries claimed and not yet recorded carry a claim token.
+    version: 9,
+    name: "webhook_fairness",
+    sql: `
+      ALTER TABLE webhook_endpoints ADD COLUMN timeouts_in_row INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE webhook_endpoints ADD COLUMN backoff_until_ms BIGINT;
+      CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id, claimed_until_ms) WHERE claim_token IS NOT NULL;
+    `,
+  },
 ];
