@@ -44,7 +44,7 @@ export function Recipients() {
   return (
     <section aria-labelledby="recipients-title">
       <h1 id="recipients-title">Recipients</h1>
-      <form class="row" onSubmit={search}>
+      <form class="wide-field" onSubmit={search}>
         <label>
           Recipient address
           <input name="recipient" class="mono" value={address} onInput={(e) => setAddress(e.currentTarget.value)} placeholder="0x…" />

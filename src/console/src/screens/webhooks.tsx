@@ -71,7 +71,7 @@ export function Webhooks() {
           {endpoints.error}
         </p>
       )}
-      <form class="filters" onSubmit={create}>
+      <form class="wide-field" onSubmit={create}>
         <label>
           Endpoint URL
           <input
@@ -122,8 +122,9 @@ function SecretPanel({ shown, onDismiss }: { shown: ShownSecret; onDismiss(): vo
     );
   return (
     <div class="notice secret-panel" role="region" aria-label="Signing secret" data-testid="webhook-secret">
-      <p>{shown.text} Its signing secret, shown only now: keep it to verify the signatures of its deliveries.</p>
+      <p>{shown.text} Keep the secret to verify the signatures of its deliveries: it is not shown again.</p>
       <div class="secret">
+        <span>The signing secret, shown only now:</span>{" "}
         <code class="mono" data-testid="webhook-secret-value">
           {shown.secret}
         </code>
@@ -203,7 +204,7 @@ function Endpoint({ endpoint, act, onSecret }: EndpointProps) {
         </button>
       </div>
       <form
-        class="row"
+        class="wide-field"
         onSubmit={(e) => (
           e.preventDefault(),
           void refresh(async () => `${await client.recoverWebhookDeliveries(endpoint.id, new Date(since))} failed deliveries queued again.`)
