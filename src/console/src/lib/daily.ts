@@ -62,20 +62,31 @@ export function dayTotals(batches: Batch[], days: string[], pointTypes: readonly
   return result;
 }
 
-/** Reads the last CHART_DAYS days of batches, newest first, at most MAX_CHART_PAGES pages. */
-export async function loadDailyPoints(client: PointsClient, pointTypes: readonly string[], nowMs: number): Promise<DailyPoints> {
+/** How much the chart reads; the defaults are the console's, smaller ones let a test reach the cap. */
+export interface ChartBounds {
+  pageSize: number;
+  maxPages: number;
+}
+
+/** Reads the last CHART_DAYS days of batches, newest first, at most `bounds.maxPages` pages. */
+export async function loadDailyPoints(
+  client: PointsClient,
+  pointTypes: readonly string[],
+  nowMs: number,
+  bounds: ChartBounds = { pageSize: CHART_PAGE_SIZE, maxPages: MAX_CHART_PAGES },
+): Promise<DailyPoints> {
   const days = chartDays(nowMs);
   const batches: Batch[] = [];
   let cursor: string | undefined;
   let capped = false;
   for (let page = 0; ; page++) {
-    if (page === MAX_CHART_PAGES) {
+    if (page === bounds.maxPages) {
       capped = true;
       break;
     }
     // createdAfter is exclusive: one millisecond before the first day's start.
     const createdAfter = new Date(Date.parse(`${days[0]}T00:00:00.000Z`) - 1).toISOString();
-    const result = await client.listBatches({ createdAfter, sort: "DESC", limit: CHART_PAGE_SIZE, cursor });
+    const result = await client.listBatches({ createdAfter, sort: "DESC", limit: bounds.pageSize, cursor });
     batches.push(...result.batches);
     if (result.cursor === null) break;
     cursor = result.cursor;

@@ -2,7 +2,7 @@ import type { Batch, WebhookDelivery, WebhookEndpoint } from "../../../client/in
 import { DailyChart } from "../chart.js";
 import { countdown, shortTime, useConsole, useLoad, useNow } from "../context.js";
 import { displayPoints } from "../lib/amounts.js";
-import { CHART_DAYS, MAX_CHART_PAGES, loadDailyPoints } from "../lib/daily.js";
+import { CHART_DAYS, loadDailyPoints } from "../lib/daily.js";
 
 /** Pending batches read for the overview; more than this shows "at least". */
 const PENDING_SHOWN = 1000;
@@ -70,8 +70,8 @@ export function Overview() {
         <>
           {daily.data.capped && (
             <p class="notice" data-testid="chart-capped">
-              More than {daily.data.batchCount.toLocaleString("en")} batches in {CHART_DAYS} days: the chart read the newest{" "}
-              {MAX_CHART_PAGES} pages only, so days before {daily.data.completeFrom} are incomplete.
+              The chart reads {daily.data.batchCount.toLocaleString("en")} batches at most, and this contract sent more in {CHART_DAYS}{" "}
+              days: days before {daily.data.completeFrom} are incomplete.
             </p>
           )}
           <div class="charts">
