@@ -66,7 +66,8 @@ export function DailyChart({ pointType, days }: { pointType: string; days: DayTo
   return (
     <figure class="chart" data-point-type={pointType}>
       <figcaption>
-        <span class="legend finalized">Finalized</span> <span class="legend pending">Pending</span> {pointType} per day of submission
+        <strong>{pointType}</strong> per day of submission (UTC): <span class="legend finalized">Finalized</span>{" "}
+        <span class="legend pending">Pending</span>
       </figcaption>
       <div ref={box} class="chart-canvas" role="img" aria-label={`${pointType} points per day, last ${days.length} days`} />
       {day && (
