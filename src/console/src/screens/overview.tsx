@@ -1,3 +1,4 @@
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { Batch, WebhookDelivery, WebhookEndpoint } from "../../../client/index.js";
 import { DailyChart } from "../chart.js";
 import { countdown, shortTime, useConsole, useLoad, useNow } from "../context.js";
@@ -12,11 +13,32 @@ const NEXT_FINALIZATIONS_LISTED = 5;
 const ENDPOINTS_CHECKED = 10;
 /** Recent deliveries per endpoint the health counts. */
 const DELIVERIES_COUNTED = 50;
+/**
+ * The chart and the webhook health read many rows (up to 10 pages of batches, one request per
+ * endpoint): on a busy ledger they follow the live feed at most this often, not on every event.
+ */
+const HEAVY_RELOAD_MS = 10_000;
+
+/** `value`, changing at most once per `intervalMs`; the last change always comes through. */
+function useThrottled<T>(value: T, intervalMs: number): T {
+  const [shown, setShown] = useState(value);
+  const lastMs = useRef(0);
+  useEffect(() => {
+    const waitMs = Math.max(0, lastMs.current + intervalMs - Date.now());
+    const timer = setTimeout(() => {
+      lastMs.current = Date.now();
+      setShown(value);
+    }, waitMs);
+    return () => clearTimeout(timer);
+  }, [value]);
+  return shown;
+}
 
 export function Overview() {
   const { client, parameters, ledgerVersion } = useConsole();
   const balances = useLoad(() => client.getBalances(), [ledgerVersion]);
-  const daily = useLoad(() => loadDailyPoints(client, parameters.POINT_TYPES, Date.now()), [ledgerVersion]);
+  const heavyVersion = useThrottled(ledgerVersion, HEAVY_RELOAD_MS);
+  const daily = useLoad(() => loadDailyPoints(client, parameters.POINT_TYPES, Date.now()), [heavyVersion]);
   return (
     <section aria-labelledby="overview-title">
       <h1 id="overview-title">Overview</h1>
@@ -89,7 +111,7 @@ export function Overview() {
       )}
       <div class="two-columns">
         <NextFinalizations />
-        <WebhookHealth />
+        <WebhookHealth version={heavyVersion} />
       </div>
     </section>
   );
@@ -160,15 +182,15 @@ async function loadHealth(list: () => Promise<WebhookEndpoint[]>, deliveries: (i
   );
 }
 
-function WebhookHealth() {
-  const { client, ledgerVersion } = useConsole();
+function WebhookHealth({ version }: { version: number }) {
+  const { client } = useConsole();
   const health = useLoad(
     () =>
       loadHealth(
         () => client.listWebhookEndpoints(),
         async (id) => (await client.listWebhookDeliveries(id, { limit: DELIVERIES_COUNTED })).deliveries,
       ),
-    [ledgerVersion],
+    [version],
   );
   return (
     <div>
