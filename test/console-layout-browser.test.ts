@@ -318,6 +318,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's layout, overview and webhooks in 
     expect(await menu.getAttribute("aria-expanded")).toBe("true");
     expect(await layoutProblems(page)).toEqual([]);
     if (TAKE_SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, "layout-menu-open-390.png") });
+    await page.keyboard.press("Escape");
+    expect(await nav.isVisible()).toBe(false);
+    await menu.click();
     await nav.getByRole("link", { name: "Batches" }).click();
     await page.getByRole("heading", { level: 1, name: "Batches" }).waitFor({ timeout: WAIT_MS });
     expect(await nav.isVisible()).toBe(false);

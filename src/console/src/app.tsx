@@ -191,7 +191,7 @@ export function Header(props: {
   useEffect(() => setMenuOpen(false), [props.route]);
   const current = props.screens.find((screen) => screen.path === props.route);
   return (
-    <header class={`top${menuOpen ? " menu-open" : ""}`}>
+    <header class={`top${menuOpen ? " menu-open" : ""}`} onKeyDown={(e) => e.key === "Escape" && setMenuOpen(false)}>
       <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById("main")?.focus())}>
         Skip to content
       </a>
