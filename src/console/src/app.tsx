@@ -141,7 +141,13 @@ function SignedIn(props: { session: StoredSession; parameters: Parameters; onSig
   const route = useHashRoute();
   return (
     <ConsoleContext.Provider value={state}>
-      <Header session={session} feedStatus={feedStatus} onSignOut={() => onSignOut("Signed out.")} route={route[0] ?? "overview"} />
+      <Header
+        screens={SCREENS}
+        route={route[0] ?? "overview"}
+        subtitle={session.contractAddress}
+        feedStatus={feedStatus}
+        onSignOut={() => onSignOut("Signed out.")}
+      />
       <main id="main" tabIndex={-1}>
         <Screen route={route} />
       </main>
@@ -170,29 +176,53 @@ function Screen({ route }: { route: string[] }) {
   }
 }
 
-function Header(props: { session: StoredSession; feedStatus: string; route: string; onSignOut: () => void }) {
+export interface ScreenLink {
+  path: string;
+  title: string;
+}
+
+/**
+ * The top bar of a console shell: brand, the screens as links, and the session's controls. Below
+ * 640 px the links fold into a menu button so the bar fits a phone; picking a screen closes it.
+ */
+export function Header(props: {
+  screens: readonly ScreenLink[];
+  route: string;
+  subtitle: string;
+  feedStatus?: string;
+  signOutLabel?: string;
+  onSignOut: () => void;
+}) {
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [props.route]);
+  const current = props.screens.find((screen) => screen.path === props.route);
   return (
-    <header class="top">
+    <header class={`top${menuOpen ? " menu-open" : ""}`} onKeyDown={(e) => e.key === "Escape" && setMenuOpen(false)}>
       <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById("main")?.focus())}>
         Skip to content
       </a>
       <div class="brand">
         <strong>points-ledger</strong>
         <span class="contract mono" title="contract">
-          {props.session.contractAddress}
+          {props.subtitle}
         </span>
       </div>
-      <nav aria-label="Screens">
-        {SCREENS.map((screen) => (
-          <a href={`#/${screen.path}`} aria-current={props.route === screen.path ? "page" : undefined}>
+      <button type="button" class="menu-button" aria-expanded={menuOpen} aria-controls="screens-nav" onClick={() => setMenuOpen(!menuOpen)}>
+        Menu{current ? `: ${current.title}` : ""}
+      </button>
+      <nav id="screens-nav" aria-label="Screens">
+        {props.screens.map((screen) => (
+          <a href={`#/${screen.path}`} aria-current={props.route === screen.path ? "page" : undefined} onClick={() => setMenuOpen(false)}>
             {screen.title}
           </a>
         ))}
       </nav>
       <div class="session">
-        <span class={`dot ${props.feedStatus}`} aria-label={`live feed ${props.feedStatus}`} title={`live feed ${props.feedStatus}`} />
+        {props.feedStatus !== undefined && (
+          <span class={`dot ${props.feedStatus}`} aria-label={`live feed ${props.feedStatus}`} title={`live feed ${props.feedStatus}`} />
+        )}
         <button type="button" onClick={props.onSignOut}>
-          Sign out
+          {props.signOutLabel ?? "Sign out"}
         </button>
       </div>
     </header>

@@ -54,7 +54,7 @@ export function BatchDetail({ batchId }: { batchId: string }) {
         <dt>Point type</dt>
         <dd>{b.pointType}</dd>
         <dt>Total</dt>
-        <dd class="mono">{displayPoints(b.points)}</dd>
+        <dd class="amount">{displayPoints(b.points)}</dd>
         <dt>Transfers</dt>
         <dd>{b.transferCount}</dd>
         <dt>Created</dt>
@@ -121,8 +121,8 @@ function CancelButton({ batch, onCancelled }: { batch: BatchWithTransfers; onCan
       <dialog ref={dialog} aria-labelledby="cancel-title">
         <h2 id="cancel-title">Cancel batch {batch.id}?</h2>
         <p data-testid="cancel-releases">
-          This releases {displayPoints(batch.points)} {batch.pointType} back to the contract's available balance. None of its{" "}
-          {batch.transferCount} transfers will be made. This cannot be undone.
+          This releases <span class="amount">{displayPoints(batch.points)}</span> {batch.pointType} back to the contract's available
+          balance. None of its {batch.transferCount} transfers will be made. This cannot be undone.
         </p>
         {error && (
           <p role="alert" class="error">
@@ -183,9 +183,13 @@ function Transfers({ batch }: { batch: BatchWithTransfers }) {
           <tbody>
             {shown.map((t, i) => (
               <tr>
-                <td>{current * TRANSFERS_PER_PAGE + i + 1}</td>
-                <td class="mono">{t.toAddress}</td>
-                <td class="num mono">{displayPoints(t.points)}</td>
+                <td data-label="#">{current * TRANSFERS_PER_PAGE + i + 1}</td>
+                <td data-label="Recipient" class="mono">
+                  {t.toAddress}
+                </td>
+                <td data-label="Points" class="num amount">
+                  {displayPoints(t.points)}
+                </td>
               </tr>
             ))}
           </tbody>

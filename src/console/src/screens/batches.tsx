@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { BATCH_STATUSES, type Batch, type BatchStatus } from "../../../client/index.js";
-import { shortTime, useConsole, useLoad } from "../context.js";
+import { useConsole, useLoad } from "../context.js";
+import { When } from "../when.js";
 import { displayPoints } from "../lib/amounts.js";
 import { Pager, useCursorPages } from "../pager.js";
 
@@ -123,17 +124,25 @@ export function BatchTable({ batches }: { batches: Batch[] }) {
         <tbody>
           {batches.map((b) => (
             <tr data-batch-id={b.id}>
-              <td class="mono">
+              <td data-label="Batch" class="mono">
                 <a href={`#/batches/${encodeURIComponent(b.id)}`}>{b.id}</a>
               </td>
-              <td>{b.pointType}</td>
-              <td>
+              <td data-label="Point type">{b.pointType}</td>
+              <td data-label="Status">
                 <span class={`status ${b.status}`}>{b.status}</span>
               </td>
-              <td class="num mono">{displayPoints(b.points)}</td>
-              <td class="num">{b.transferCount}</td>
-              <td>{shortTime(b.createdAt)}</td>
-              <td>{shortTime(b.finalizedAt ?? b.finalizeAt)}</td>
+              <td data-label="Points" class="num amount">
+                {displayPoints(b.points)}
+              </td>
+              <td data-label="Transfers" class="num">
+                {b.transferCount}
+              </td>
+              <td data-label="Created">
+                <When iso={b.createdAt} />
+              </td>
+              <td data-label="Finalizes">
+                <When iso={b.finalizedAt ?? b.finalizeAt} />
+              </td>
             </tr>
           ))}
         </tbody>

@@ -13,12 +13,17 @@ function summary(event: LedgerEvent) {
           <a class="mono" href={`#/batches/${encodeURIComponent(batch.id)}`}>
             {batch.id}
           </a>{" "}
-          {displayPoints(batch.points)} {batch.pointType} to {batch.transferCount} recipient{batch.transferCount === 1 ? "" : "s"}
+          <span class="amount">{displayPoints(batch.points)}</span> {batch.pointType} to {batch.transferCount} recipient
+          {batch.transferCount === 1 ? "" : "s"}
         </>
       );
     }
     case "credit.created":
-      return `credit ${event.data.creditId}: ${displayPoints(event.data.points)} ${event.data.pointType}`;
+      return (
+        <>
+          credit {event.data.creditId}: <span class="amount">{displayPoints(event.data.points)}</span> {event.data.pointType}
+        </>
+      );
     case "operator.changed":
       return `operator is now ${event.data.operatorAddress}`;
     default:

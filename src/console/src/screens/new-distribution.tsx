@@ -181,8 +181,8 @@ export function NewDistribution() {
       )}
       {summary && (
         <div role="status" class="notice" data-testid="submit-summary">
-          Sent {summary.recipients} transfers ({displayPoints(summary.totalPoints)} {summary.pointType}) in {summary.batchIds.length}{" "}
-          batches
+          Sent {summary.recipients} transfers (<span class="amount">{displayPoints(summary.totalPoints)}</span> {summary.pointType}) in{" "}
+          {summary.batchIds.length} batches
           {summary.batchesAlreadyStored > 0 ? `, ${summary.batchesAlreadyStored} of them already stored` : ""}:{" "}
           {summary.batchIds.map((id) => (
             <a class="mono" href={`#/batches/${encodeURIComponent(id)}`}>
@@ -206,11 +206,11 @@ function Preview({ preview }: { preview: DistributionPreview }) {
         <dt>Repeated recipients merged</dt>
         <dd>{preview.mergedDuplicates}</dd>
         <dt>Total</dt>
-        <dd class="mono" data-testid="total">
+        <dd class="amount" data-testid="total">
           {displayPoints(preview.totalPoints)}
         </dd>
         <dt>Available</dt>
-        <dd class="mono">{displayPoints(preview.availablePoints)}</dd>
+        <dd class="amount">{displayPoints(preview.availablePoints)}</dd>
         <dt>Batches</dt>
         <dd>{preview.batches.length}</dd>
       </dl>

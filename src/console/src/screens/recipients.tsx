@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
 import type { TransferPage } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
-import { shortTime, useConsole } from "../context.js";
+import { useConsole } from "../context.js";
+import { When } from "../when.js";
 import { displayPoints, sumPoints } from "../lib/amounts.js";
 
 const PAGE_SIZE = 50;
@@ -43,7 +44,7 @@ export function Recipients() {
   return (
     <section aria-labelledby="recipients-title">
       <h1 id="recipients-title">Recipients</h1>
-      <form class="row" onSubmit={search}>
+      <form class="wide-field" onSubmit={search}>
         <label>
           Recipient address
           <input name="recipient" class="mono" value={address} onInput={(e) => setAddress(e.currentTarget.value)} placeholder="0x…" />
@@ -59,7 +60,8 @@ export function Recipients() {
         <>
           <p data-testid="recipient-summary">
             <span class="mono">{page.address}</span>: {transfers.length} transfer{transfers.length === 1 ? "" : "s"} on this page,{" "}
-            {displayPoints(sumPoints(transfers.filter((t) => t.status === "FINALIZED").map((t) => t.points)))} points delivered among them.
+            <span class="amount">{displayPoints(sumPoints(transfers.filter((t) => t.status === "FINALIZED").map((t) => t.points)))}</span>{" "}
+            points delivered among them.
           </p>
           {keepSearching && (
             <p data-testid="recipient-keep-searching">
@@ -86,16 +88,22 @@ export function Recipients() {
               <tbody>
                 {transfers.map((t) => (
                   <tr data-batch-id={t.batchId}>
-                    <td class="mono">
+                    <td data-label="Batch" class="mono">
                       <a href={`#/batches/${encodeURIComponent(t.batchId)}`}>{t.batchId}</a>
                     </td>
-                    <td>{t.pointType}</td>
-                    <td class="num mono">{displayPoints(t.points)}</td>
-                    <td>
+                    <td data-label="Point type">{t.pointType}</td>
+                    <td data-label="Points" class="num amount">
+                      {displayPoints(t.points)}
+                    </td>
+                    <td data-label="Status">
                       <span class={`status ${t.status}`}>{t.status}</span>
                     </td>
-                    <td>{shortTime(t.createdAt)}</td>
-                    <td>{shortTime(t.finalizedAt)}</td>
+                    <td data-label="Created">
+                      <When iso={t.createdAt} />
+                    </td>
+                    <td data-label="Finalized">
+                      <When iso={t.finalizedAt} />
+                    </td>
                   </tr>
                 ))}
               </tbody>
