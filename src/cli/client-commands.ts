@@ -47,6 +47,7 @@ Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE
   login --contract <addr> [--key-file <file>] [--export] [--url …]
                                           sign in as the operator (key from --key-file or OPERATOR_PRIVATE_KEY) and print
                                           a bearer token; --export prints \`export POINTS_LEDGER_TOKEN=…\` to eval
+  sign-message <message>                  sign a message with OPERATOR_PRIVATE_KEY (ERC-191), e.g. a challenge's
   dev-key                                 print a fresh operator key and its address as shell lines to eval
                                           (for trying things locally, not for production)
   submit --contract <addr> --file <transfers.csv|.jsonl> [--run-id <id>] [--point-type T (default: the service's first)]
@@ -643,8 +644,21 @@ const devKey: ClientCommand = async (argv) => {
   return 0;
 };
 
+/**
+ * Signs one message with OPERATOR_PRIVATE_KEY (ERC-191 personal_sign) and prints the signature:
+ * the middle step of signing in by hand with curl (challenge, sign, solve).
+ */
+const signMessage: ClientCommand = async (argv) => {
+  const { values, positionals } = parse(argv, {});
+  if (values.help) return usage();
+  if (positionals.length !== 1) throw new UsageError("usage: sign-message <message>");
+  console.log(await privateKeyToAccount(operatorKey()).signMessage({ message: positionals[0]! }));
+  return 0;
+};
+
 export const clientCommands: Record<string, ClientCommand> = {
   login,
+  "sign-message": signMessage,
   "dev-key": devKey,
   submit,
   batches,
