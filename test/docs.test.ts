@@ -162,7 +162,9 @@ const runOptions = { repoRoot: REPO_ROOT, timeoutMs: PAGE_TIMEOUT_MS, env: SESSI
 
 async function runPage(name: string, markdown: string) {
   const run = await runDoc(name, markdown, runOptions);
-  rmSync(run.dir, { recursive: true, force: true });
+  // DOCS_KEEP=1 keeps the page's directory (script.sh, answers, server.log) to look into a failure.
+  if (process.env.DOCS_KEEP) console.log(`${name}: kept ${run.dir}`);
+  else rmSync(run.dir, { recursive: true, force: true });
   return run;
 }
 

@@ -71,7 +71,7 @@ set -u -E
 DOCS_BLOCK=0
 __docs_failed() { printf '%s\t%s\n' "$DOCS_BLOCK" "$1" >> "$DOCS_DIR/errors"; }
 trap '__docs_failed "exit status $? from: $BASH_COMMAND"' ERR
-__docs_block() { DOCS_BLOCK=$1; printf '%s\n' "$1" >> "$DOCS_DIR/started"; }
+__docs_block() { DOCS_BLOCK=$1; printf '%s %s\n' "$1" "$SECONDS" >> "$DOCS_DIR/started"; }
 curl() {
   local body="$DOCS_DIR/curl-body" status rc=0
   status=$(command curl --silent --show-error --max-time 8 --output "$body" --write-out '%{http_code}' "$@") || rc=$?
@@ -159,27 +159,39 @@ function errorCodeOf(body: string): string | null {
   }
 }
 
+interface Session {
+  pid: number;
+  /** The shell's exit code, once the page's last block is done (what it started may still run). */
+  exited: Promise<number | null>;
+  /** Everything written so far to the shell's stdout and stderr (also by what it started). */
+  output: () => string;
+  /** Resolves when every writer of the output is gone. */
+  closed: Promise<void>;
+}
+
 /** Runs bash on the script in its own process group (so the servers and receivers it starts end with it). */
-function runBash(script: string, dir: string, options: DocRunOptions): Promise<{ code: number | null; output: string; pid: number }> {
-  return new Promise((resolvePromise) => {
-    const child = spawn("bash", ["-c", script], {
-      cwd: dir,
-      detached: true,
-      env: { PATH: process.env.PATH ?? "", HOME: dir, ...options.env, DOCS_DIR: dir, DOCS_REPO: options.repoRoot },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const timer = setTimeout(() => {
-      output += `\ndocs test: the page did not finish within ${options.timeoutMs} ms`;
-      killGroup(child.pid!, "SIGKILL");
-    }, options.timeoutMs);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolvePromise({ code, output, pid: child.pid! });
-    });
+function startBash(script: string, dir: string, options: DocRunOptions): Session {
+  const child = spawn("bash", ["-c", script], {
+    cwd: dir,
+    detached: true,
+    env: { PATH: process.env.PATH ?? "", HOME: dir, ...options.env, DOCS_DIR: dir, DOCS_REPO: options.repoRoot },
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const timer = setTimeout(() => {
+    output += `\ndocs test: the page did not finish within ${options.timeoutMs} ms`;
+    killGroup(child.pid!, "SIGKILL");
+  }, options.timeoutMs);
+  const exited = new Promise<number | null>((resolveExit) =>
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolveExit(code);
+    }),
+  );
+  const closed = new Promise<void>((resolveClose) => child.on("close", () => resolveClose()));
+  return { pid: child.pid!, exited, output: () => output, closed };
 }
 
 /** False once no process of the group is left. */
@@ -242,10 +254,13 @@ export async function runDoc(name: string, markdown: string, options: DocRunOpti
   const where = (block: DocBlock) => `${name}:${block.line}`;
   const script = scriptOf(blocks);
   writeFileSync(join(dir, "script.sh"), script);
-  const { code, output, pid } = await runBash(script, dir, options);
-  await endGroup(pid);
+  const session = startBash(script, dir, options);
+  const code = await session.exited;
+  await endGroup(session.pid);
+  await session.closed;
+  const output = session.output();
   const failures: string[] = [];
-  const started = readLines(join(dir, "started"));
+  const started = readLines(join(dir, "started")).map((line) => line.split(" ")[0]);
   if (started.at(-1) !== "end") {
     const last = blocks[Number(started.at(-1) ?? -1)];
     failures.push(
