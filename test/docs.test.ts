@@ -18,8 +18,8 @@
  *   ```json (answers). A shell block typed otherwise (bash, shell, console) fails the test, so no
  *   command escapes the run by its fence.
  * - `npm start` (with the block's own variables, e.g. `ADMIN_TOKEN=… npm start`) starts the
- *   built server from dist/ on a fresh SQLite database in the page's directory, in the
- *   background, and returns once /readyz answers: where the reader switches to another shell.
+ *   built server from dist/ in the background, on the default SQLite database ./data/points.db
+ *   of the page's fresh directory (the CLI's database commands use the same one), and returns once /readyz answers: where the reader switches to another shell.
  *   The server listens where a reader's does, 127.0.0.1:8080 (the pages' text stays verbatim);
  *   if something already answers there, the page fails saying so. `npm run [-s] cli -- …` and
  *   `npm run demo` run the built CLI; any other npm command fails (mark such a block not run).

@@ -86,7 +86,7 @@ __docs_serve() {
   if command curl -s -o /dev/null --max-time 2 "$url/healthz"; then
     echo "docs test: $url already answers; stop what listens there first" >&2; return 1
   fi
-  DATABASE_URL="sqlite:$DOCS_DIR/points.db" node "$DOCS_REPO/dist/src/cli/main.js" serve >> "$DOCS_DIR/server.log" 2>&1 &
+  node "$DOCS_REPO/dist/src/cli/main.js" serve >> "$DOCS_DIR/server.log" 2>&1 &
   pid=$!
   for i in $(seq 1 300); do
     code=$(command curl -s -o /dev/null -w '%{http_code}' "$url/readyz" || true)
