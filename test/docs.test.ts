@@ -14,8 +14,10 @@
  *   the session gets only PATH, HOME (the working directory) and the two settings below.
  * - Which blocks run: ```sh blocks, unless the line before the fence is
  *   `<!-- not run: <why> -->` (installing, the test suite, benchmarks, several processes). Other
- *   languages never run: ```ts (TypeScript), ```text and plain ``` (output, usage synopses),
- *   ```json (answers). A shell block typed otherwise (bash, shell, console) fails the test, so no
+ *   languages never run: ```ts (TypeScript fragments), ```text and plain ``` (output, usage
+ *   synopses), ```json (answers); except a ```ts block preceded by `<!-- run -->`, a whole
+ *   program that runs with node at its place in the session (types stripped by TypeScript's
+ *   transpiler; it sees the session's exported variables, e.g. OPERATOR_PRIVATE_KEY). A shell block typed otherwise (bash, shell, console) fails the test, so no
  *   command escapes the run by its fence.
  * - `npm start` (with the block's own variables, e.g. `ADMIN_TOKEN=… npm start`) starts the
  *   built server from dist/ in the background, on the default SQLite database ./data/points.db

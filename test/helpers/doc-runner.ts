@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
+import ts from "typescript";
 
 /**
  * Runs the shell examples of a Markdown page the way a reader does: every ```sh block, in the
@@ -23,12 +24,15 @@ export interface DocBlock {
   text: string;
   /** Why a ```sh block is not run (its `<!-- not run: … -->` marker); null when it runs. */
   notRun: string | null;
+  /** A ```ts block preceded by `<!-- run -->`: a whole program, run with node in the session. */
+  runTs: boolean;
   /** The `→ <status> [CODE]` line under the block. */
   expect: Expectation | null;
 }
 
 const STATUS_LINE = /^→ (\d{3})(?: ([A-Z_]+))?\s*$/;
 const NOT_RUN = /^<!-- not run: (.+) -->$/;
+const RUN = "<!-- run -->";
 
 /** Every fenced block of a page, with its marker and expectation. */
 export function docBlocks(markdown: string): DocBlock[] {
@@ -49,6 +53,7 @@ export function docBlocks(markdown: string): DocBlock[] {
       lang: fence[1] ?? "",
       text: lines.slice(i + 1, end).join("\n"),
       notRun: NOT_RUN.exec(lines[previous] ?? "")?.[1] ?? null,
+      runTs: fence[1] === "ts" && lines[previous] === RUN,
       expect: marker ? { status: Number(marker[1]), code: marker[2] ?? null } : null,
     });
     i = end;
@@ -57,6 +62,22 @@ export function docBlocks(markdown: string): DocBlock[] {
 }
 
 export const runnable = (block: DocBlock): boolean => block.lang === "sh" && block.notRun === null;
+
+/**
+ * A ```ts block marked to run, as a program node runs: TypeScript's own transpiler strips the
+ * types, and the module is written inside the checkout (dist/docs-examples/) so that
+ * `points-ledger/client` and `viem` resolve as they do for a reader's file in the checkout.
+ */
+function tsProgram(block: DocBlock, index: number, repoRoot: string, dir: string): string {
+  const out = join(repoRoot, "dist/docs-examples", basename(dir));
+  mkdirSync(out, { recursive: true });
+  const file = join(out, `block-${index}.mjs`);
+  const { outputText } = ts.transpileModule(block.text, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  });
+  writeFileSync(file, outputText);
+  return `node ${JSON.stringify(file)}`;
+}
 
 /**
  * What the session is given besides the page's text. These stand in for the reader's machine, not
@@ -133,10 +154,11 @@ export interface DocRunOptions {
 }
 
 /** The script: each runnable block verbatim, after a marker naming it. */
-function scriptOf(blocks: DocBlock[]): string {
+function scriptOf(blocks: DocBlock[], repoRoot: string, dir: string): string {
   const parts = [PRELUDE];
   blocks.forEach((block, index) => {
     if (runnable(block)) parts.push(`__docs_block ${index}`, block.text);
+    if (block.runTs) parts.push(`__docs_block ${index}`, tsProgram(block, index, repoRoot, dir));
   });
   parts.push(`__docs_block end`);
   return parts.join("\n");
@@ -252,7 +274,7 @@ export async function runDoc(name: string, markdown: string, options: DocRunOpti
   const dir = mkdtempSync(join(tmpdir(), "points-ledger-doc-"));
   const blocks = docBlocks(markdown);
   const where = (block: DocBlock) => `${name}:${block.line}`;
-  const script = scriptOf(blocks);
+  const script = scriptOf(blocks, options.repoRoot, dir);
   writeFileSync(join(dir, "script.sh"), script);
   const session = startBash(script, dir, options);
   const code = await session.exited;
@@ -273,6 +295,7 @@ export async function runDoc(name: string, markdown: string, options: DocRunOpti
     failures.push(`${block ? where(block) : name}: ${message}`);
   }
   failures.push(...answerFailures(blocks, dir, where));
+  rmSync(join(options.repoRoot, "dist/docs-examples", basename(dir)), { recursive: true, force: true });
   const serverLog = existsSync(join(dir, "server.log")) ? readFileSync(join(dir, "server.log"), "utf8") : "";
   return { failures, transcript: `${output}\n--- server log ---\n${serverLog.slice(-3000)}`, dir };
 }
