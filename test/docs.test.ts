@@ -222,7 +222,7 @@ describe.skipIf(toolMissing !== undefined)(
       ].join("\n");
       const run = await runPage("synthetic.md", page);
       expect(run.failures).toHaveLength(3);
-      expect(run.failures[0]).toMatch(/^synthetic\.md:6: exit status 7 from: /);
+      expect(run.failures[0]).toMatch(/^synthetic\.md:6: curl exited 7 \(no answer\): curl -s http:\/\/127\.0\.0\.1:9\/nothing-listens/);
       expect(run.failures[1]).toMatch(/^synthetic\.md:10: exit status 1 from: false/);
       expect(run.failures[2]).toMatch(/^synthetic\.md:6: expected 200 , got 000/);
     });

@@ -100,7 +100,9 @@ curl() {
   if [ -f "$body" ]; then cp "$body" "$DOCS_DIR/body-$DOCS_BLOCK"; cat "$body"; rm -f "$body"; else : > "$DOCS_DIR/body-$DOCS_BLOCK"; fi
   # A stream read until its own --max-time (exit 28) after a 200 is what such an example asks for.
   if [ "$rc" = 28 ] && [ "$status" = 200 ]; then return 0; fi
-  return "$rc"
+  # Named here rather than by the ERR trap, which would only see this function's last line.
+  if [ "$rc" != 0 ]; then __docs_failed "curl exited $rc (no answer): curl $*"; fi
+  return 0
 }
 __docs_serve() {
   local url="http://127.0.0.1:\${PORT:-8080}" pid code i
