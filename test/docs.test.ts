@@ -1,73 +1,52 @@
 /**
- * The documentation is checked against the service (issue 14):
+ * The documentation is checked against the service (issues 14 and 18):
  * - every route of the generated OpenAPI document has a description and examples for its request
  *   body and every answer it lists, and is described in docs/api.md;
  * - every error code of the catalogue appears in docs/api.md;
- * - the `curl` examples of docs/api.md run, in the page's order, against a freshly started server
- *   process and get the status and code the page documents. The commands are read from the
- *   Markdown: a ```sh block followed by a line `→ <status> [CODE]` is an example to run.
+ * - every shell example of README.md and docs/*.md runs as written, as a reader pastes it.
+ *
+ * How the examples run (test/helpers/doc-runner.ts):
+ * - Each page runs on its own, in PAGES order, from a fresh working directory and a fresh
+ *   database: a reader starts each page from a fresh `npm start`, so each page sets up what it
+ *   uses (key, operator, credits, token) in its own text. All ```sh blocks of a page, verbatim and
+ *   in order, make ONE bash session with `set -u`: a variable is there if an earlier block set it,
+ *   and a variable no block set stops the session, naming the block. There is no hidden set-up:
+ *   the session gets only PATH, HOME (the working directory) and the two settings below.
+ * - Which blocks run: ```sh blocks, unless the line before the fence is
+ *   `<!-- not run: <why> -->` (installing, the test suite, benchmarks, several processes). Other
+ *   languages never run: ```ts (TypeScript fragments), ```text and plain ``` (output, usage
+ *   synopses), ```json (answers); except a ```ts block preceded by `<!-- run -->`, a whole
+ *   program that runs with node at its place in the session (types stripped by TypeScript's
+ *   transpiler; it sees the session's exported variables, e.g. OPERATOR_PRIVATE_KEY). A shell block typed otherwise (bash, shell, console) fails the test, so no
+ *   command escapes the run by its fence.
+ * - `npm start` (with the block's own variables, e.g. `ADMIN_TOKEN=… npm start`) starts the
+ *   built server from dist/ in the background, on the default SQLite database ./data/points.db
+ *   of the page's fresh directory (the CLI's database commands use the same one), and returns once /readyz answers: where the reader switches to another shell.
+ *   The server listens where a reader's does, 127.0.0.1:8080 (the pages' text stays verbatim);
+ *   if something already answers there, the page fails saying so. `npm run [-s] cli -- …` and
+ *   `npm run demo` run the built CLI; any other npm command fails (mark such a block not run).
+ * - `curl` keeps each answer's status and body. The line under a block, `→ <status> [CODE]`, is
+ *   checked against the block's last answer; every other answer must be 2xx or 3xx. A command that
+ *   fails (non-zero exit) fails the page.
+ * - The test sets MAX_EVENT_LOOP_DELAY_MS=0 (no load shedding on a shared 2-core machine, as for
+ *   every test server) and LOG_LEVEL=warn: settings of the test, not steps of a page.
+ * - The pages need bash, curl and jq; without curl or jq this part is skipped with a message.
  */
-import { execFile, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERROR_CODES } from "../src/domain/errors.js";
 import { createTestApp, type TestApp } from "./helpers/http.js";
-import {
-  callOk,
-  creditPoints,
-  newAdminToken,
-  randomAddress,
-  setOperator,
-  signIn,
-  sqliteUrl,
-  startServerProcess,
-  type ServerProcess,
-} from "./helpers/process.js";
+import { docBlocks, runDoc, runnable } from "./helpers/doc-runner.js";
+import { assertBuilt } from "./helpers/process.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const API_DOC_PATH = join(REPO_ROOT, "docs/api.md");
 const apiDoc = readFileSync(API_DOC_PATH, "utf8");
 
-/** One example may take this long; the stream example reads for 2 s. */
-const EXAMPLE_TIMEOUT_MS = 10_000;
 const HTTP_METHODS = ["get", "put", "post", "patch", "delete"] as const;
-
-// ---------------------------------------------------------------------------------------------
-// Reading the page.
-
-interface CurlExample {
-  /** 1-based line of the command in docs/api.md, for failure messages. */
-  line: number;
-  command: string;
-  status: number;
-  code: string | null;
-}
-
-const STATUS_LINE = /^→ (\d{3})(?: ([A-Z_]+))?\s*$/;
-
-/** Every ```sh block whose next non-blank line is `→ <status> [CODE]`, in the page's order. */
-function curlExamples(markdown: string): CurlExample[] {
-  const lines = markdown.split("\n");
-  const examples: CurlExample[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (lines[i] !== "```sh") continue;
-    const end = lines.indexOf("```", i + 1);
-    if (end === -1) break;
-    let next = end + 1;
-    while (next < lines.length && lines[next]!.trim() === "") next++;
-    const marker = STATUS_LINE.exec(lines[next] ?? "");
-    if (marker) {
-      examples.push({ line: i + 2, command: lines.slice(i + 1, end).join("\n"), status: Number(marker[1]), code: marker[2] ?? null });
-    }
-    i = end;
-  }
-  return examples;
-}
 
 /** `/v1/contracts/{contractAddress}/batches` for `### PUT /v1/…` headings. */
 function documentedRoutes(markdown: string): Set<string> {
@@ -164,125 +143,96 @@ describe("the OpenAPI document and docs/api.md", () => {
 // ---------------------------------------------------------------------------------------------
 // Running the examples.
 
-const curlAvailable = spawnSync("curl", ["--version"]).status === 0;
+/** The pages in the order a reader meets them: the README, the reference, then the guides. */
+const PAGES = [
+  "README.md",
+  "docs/api.md",
+  "docs/migrating.md",
+  "docs/operators.md",
+  "docs/events.md",
+  "docs/payouts.md",
+  "docs/limits.md",
+  "docs/scaling.md",
+  "docs/performance.md",
+];
+/** A page may take this long; the README waits for a batch to finalize. */
+const PAGE_TIMEOUT_MS = 120_000;
+const SESSION_ENV = { MAX_EVENT_LOOP_DELAY_MS: "0", LOG_LEVEL: "warn" };
 
-interface Answer {
-  status: number;
-  body: string;
-  exitCode: number;
+const toolMissing = ["curl", "jq", "bash"].find((tool) => spawnSync(tool, ["--version"]).status !== 0);
+const runOptions = { repoRoot: REPO_ROOT, timeoutMs: PAGE_TIMEOUT_MS, env: SESSION_ENV };
+
+async function runPage(name: string, markdown: string) {
+  const run = await runDoc(name, markdown, runOptions);
+  // DOCS_KEEP=1 keeps the page's directory (script.sh, answers, server.log) to look into a failure.
+  if (process.env.DOCS_KEEP) console.log(`${name}: kept ${run.dir}`);
+  else rmSync(run.dir, { recursive: true, force: true });
+  return run;
 }
 
-/**
- * Runs one example in bash with `curl` wrapped to write the body to a file and print the status,
- * so the command runs as written (its own flags win: curl takes an option's last value).
- */
-function runExample(command: string, env: Record<string, string>, bodyFile: string): Promise<Answer> {
-  const script = `curl() { command curl --silent --show-error --max-time 8 --output "$DOCS_BODY_FILE" --write-out '%{http_code}' "$@"; }\n${command}`;
-  return new Promise((resolvePromise) => {
-    execFile(
-      "bash",
-      ["-c", script],
-      { env: { PATH: process.env.PATH ?? "", ...env, DOCS_BODY_FILE: bodyFile }, timeout: EXAMPLE_TIMEOUT_MS },
-      (error, stdout) => {
-        let body = "";
-        try {
-          body = readFileSync(bodyFile, "utf8");
-        } catch {
-          body = "";
-        }
-        rmSync(bodyFile, { force: true });
-        resolvePromise({ status: Number(stdout.trim().slice(-3)), body, exitCode: error ? Number(error.code ?? 1) : 0 });
-      },
+describe("the pages' blocks", () => {
+  it("runs every page of docs/ (a new page must be added to PAGES)", () => {
+    const docs = readdirSync(join(REPO_ROOT, "docs")).filter((file) => file.endsWith(".md"));
+    expect(docs.map((file) => `docs/${file}`).filter((page) => !PAGES.includes(page))).toEqual([]);
+  });
+
+  it("types every shell block sh, and gives each one that does not run its reason", () => {
+    const wrong = PAGES.flatMap((page) =>
+      docBlocks(readFileSync(join(REPO_ROOT, page), "utf8"))
+        .filter((block) => ["bash", "shell", "console", "zsh"].includes(block.lang) || (block.notRun !== null && block.lang !== "sh"))
+        .map((block) => `${page}:${block.line} (${block.lang})`),
     );
-  });
-}
-
-function parse(text: string): Record<string, unknown> | null {
-  try {
-    const value = JSON.parse(text) as unknown;
-    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Ids and tokens a later example uses, taken from an answer. Sign-in needs the signature too. */
-async function capture(body: Record<string, unknown>, env: Record<string, string>, operator: ReturnType<typeof privateKeyToAccount>) {
-  if (typeof body.challengeData === "string" && typeof body.message === "string") {
-    env.CHALLENGE_DATA = body.challengeData;
-    env.SIGNATURE = await operator.signMessage({ message: body.message });
-  }
-  if (typeof body.bearerToken === "string") env.TOKEN = body.bearerToken;
-  if (typeof body.cursor === "string") env.CURSOR = body.cursor;
-  const endpoint = body.endpoint as { id?: unknown } | undefined;
-  if (typeof endpoint?.id === "string") env.ENDPOINT_ID = endpoint.id;
-  if (typeof body.deliveryId === "string") env.DELIVERY_ID = body.deliveryId;
-}
-
-describe.skipIf(!curlAvailable)(`the curl examples of docs/api.md${curlAvailable ? "" : " (skipped: curl is not installed)"}`, () => {
-  const examples = curlExamples(apiDoc);
-  let server: ServerProcess;
-  let receiver: Server;
-  let dir: string;
-  const operator = privateKeyToAccount(generatePrivateKey());
-  const adminToken = newAdminToken();
-  const env: Record<string, string> = {};
-
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "points-ledger-docs-"));
-    receiver = createServer((_request, response) => response.writeHead(204).end());
-    await new Promise<void>((ready) => receiver.listen(0, "127.0.0.1", ready));
-    const port = (receiver.address() as { port: number }).port;
-    server = await startServerProcess({ DATABASE_URL: sqliteUrl(dir), ADMIN_TOKEN: adminToken, WEBHOOK_ALLOW_PRIVATE_URLS: "true" });
-    const contract = randomAddress();
-    await setOperator(server.url, adminToken, contract, operator.address);
-    // Points earned on ETH liquidity, so the balances example shows `byAsset` in use.
-    await callOk(server.url, "PUT", `/v1/admin/contracts/${contract}/credits/docs-test-grant`, adminToken, {
-      pointType: "PHASE2_POINTS",
-      points: "1000",
-      asset: "ETH",
-      block: 12_345_000,
-    });
-    await creditPoints(server.url, adminToken, contract, "docs-test-gold", "PHASE2_GOLD", "10");
-    Object.assign(env, {
-      API: server.url,
-      ADMIN_TOKEN: adminToken,
-      CONTRACT: contract,
-      OPERATOR: operator.address,
-      TOKEN: await signIn(server.url, contract, operator),
-      WEBHOOK_URL: `http://127.0.0.1:${port}/points-webhook`,
-    });
-  });
-  afterAll(async () => {
-    await server?.kill("SIGTERM");
-    await new Promise((closed) => receiver?.close(closed));
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    expect(wrong).toEqual([]);
   });
 
-  it("finds the examples: every route of sections 1 to 9 and 11 has at least one", () => {
+  it("documents the answers of docs/api.md: every route of sections 1 to 9 and 11 has an example", () => {
+    const examples = docBlocks(apiDoc).filter((block) => runnable(block) && block.expect !== null);
     expect(examples.length).toBeGreaterThan(30);
     for (const code of ["FORBIDDEN", "UNAUTHORIZED", "BATCH_ID_EXISTS", "INSUFFICIENT_BALANCE", "CREDIT_ID_EXISTS"]) {
-      expect(examples.some((example) => example.code === code)).toBe(true);
+      expect(examples.some((example) => example.expect?.code === code)).toBe(true);
     }
-  });
-
-  it("runs each example in order and gets the documented status and code", async () => {
-    const failures: string[] = [];
-    const dump: string[] = [];
-    for (const [index, example] of examples.entries()) {
-      const answer = await runExample(example.command, env, join(dir, `answer-${index}`));
-      const body = parse(answer.body);
-      if (process.env.DOCS_DUMP) dump.push(`### line ${example.line} → ${answer.status}\n${answer.body}`);
-      const error = body?.error as { code?: unknown } | undefined;
-      const wrongCode = example.code !== null && error?.code !== example.code;
-      if (answer.status !== example.status || wrongCode) {
-        failures.push(
-          `docs/api.md:${example.line}: expected ${example.status} ${example.code ?? ""}, got ${answer.status} ${answer.body.slice(0, 300)}`,
-        );
-      }
-      if (body) await capture(body, env, operator);
-    }
-    if (process.env.DOCS_DUMP) (await import("node:fs")).writeFileSync(process.env.DOCS_DUMP, dump.join("\n\n"));
-    expect(failures).toEqual([]);
   });
 });
+
+describe.skipIf(toolMissing !== undefined)(
+  `the examples of README.md and docs/*.md, run as written${toolMissing ? ` (skipped: ${toolMissing} is not installed; apt-get install -y ${toolMissing})` : ""}`,
+  () => {
+    beforeAll(() => assertBuilt());
+
+    it("fails a page whose block uses a variable no earlier block set", async () => {
+      const page = ["```sh", "API=http://127.0.0.1:1", "```", "", "```sh", 'echo "$API/v1/contracts/$CONTRACT"', "```", ""].join("\n");
+      const run = await runPage("synthetic.md", page);
+      expect(run.failures.join("\n")).toContain("synthetic.md:6: the session stopped in this block");
+      expect(run.transcript).toContain("CONTRACT: unbound variable");
+    });
+
+    it("fails a page whose answer is not the documented one, or whose command fails, and skips marked blocks", async () => {
+      const page = [
+        "<!-- not run: shows a command the test must not run -->",
+        "```sh",
+        "exit 3",
+        "```",
+        "```sh",
+        "curl -s http://127.0.0.1:9/nothing-listens",
+        "```",
+        "→ 200",
+        "```sh",
+        "false",
+        "```",
+      ].join("\n");
+      const run = await runPage("synthetic.md", page);
+      expect(run.failures).toHaveLength(3);
+      expect(run.failures[0]).toMatch(/^synthetic\.md:6: curl exited 7 \(no answer\): curl -s http:\/\/127\.0\.0\.1:9\/nothing-listens/);
+      expect(run.failures[1]).toMatch(/^synthetic\.md:10: exit status 1 from: false/);
+      expect(run.failures[2]).toMatch(/^synthetic\.md:6: expected 200 , got 000/);
+    });
+
+    for (const page of PAGES) {
+      it(`runs ${page} in order from a fresh npm start`, { timeout: PAGE_TIMEOUT_MS + 30_000 }, async () => {
+        const run = await runPage(page, readFileSync(join(REPO_ROOT, page), "utf8"));
+        if (run.failures.length > 0 && process.env.DOCS_TRANSCRIPT) writeFileSync(process.env.DOCS_TRANSCRIPT, run.transcript);
+        expect(run.failures).toEqual([]);
+      });
+    }
+  },
+);

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import {
   PointsApiError,
   PointsClient,
@@ -28,11 +28,13 @@ import {
   type WebhookEndpoint,
   type WebhookEndpointChange,
   type WebhookEventType,
+  type OperatorCredential,
   WEBHOOK_DELIVERY_STATUSES,
 } from "../client/index.js";
 import { formatPoints } from "../domain/points.js";
 import { parseAddress } from "../domain/address.js";
 import { UsageError } from "./commands.js";
+import { readableDetails, refusal } from "./report.js";
 
 /**
  * The operator's commands: they talk to a running service over HTTP through the client, like
@@ -41,7 +43,13 @@ import { UsageError } from "./commands.js";
 export type ClientCommand = (argv: string[]) => Promise<number>;
 
 export const CLIENT_USAGE = `
-Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE_KEY):
+Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE_KEY, else the token in POINTS_LEDGER_TOKEN):
+  login --contract <addr> [--key-file <file>] [--export] [--url …]
+                                          sign in as the operator (key from --key-file or OPERATOR_PRIVATE_KEY) and print
+                                          a bearer token; --export prints \`export POINTS_LEDGER_TOKEN=…\` to eval
+  sign-message <message>                  sign a message with OPERATOR_PRIVATE_KEY (ERC-191), e.g. a challenge's
+  dev-key                                 print a fresh operator key and its address as shell lines to eval
+                                          (for trying things locally, not for production)
   submit --contract <addr> --file <transfers.csv|.jsonl> [--run-id <id>] [--point-type T (default: the service's first)]
          [--seconds-to-finalize <s>] [--url http://127.0.0.1:8080] [--dry-run]
                                           validate the whole file, then send it in batches; a rerun resumes
@@ -104,11 +112,32 @@ function wholeNumber(value: string | boolean | undefined, name: string): number 
   return Number(value);
 }
 
+const KEY_PATTERN = /^0x[0-9a-fA-F]{64}$/;
+
 function operatorKey(): `0x${string}` {
   const key = process.env.OPERATOR_PRIVATE_KEY ?? "";
-  if (!/^0x[0-9a-fA-F]{64}$/.test(key))
-    throw new UsageError("OPERATOR_PRIVATE_KEY must be set to the operator's 0x-prefixed 32-byte private key");
+  if (!KEY_PATTERN.test(key)) throw new UsageError("OPERATOR_PRIVATE_KEY must be set to the operator's 0x-prefixed 32-byte private key");
   return key as `0x${string}`;
+}
+
+/**
+ * A token from `points-ledger login` carries no expiry of its own here: it is used until the
+ * service refuses it (401), and the client then says to sign in again.
+ */
+const TOKEN_EXPIRY_UNKNOWN = "9999-12-31T23:59:59.000Z";
+
+/**
+ * The operator key when OPERATOR_PRIVATE_KEY is set (the client renews its own tokens with it),
+ * else the bearer token of `points-ledger login --export` in POINTS_LEDGER_TOKEN.
+ */
+function operatorCredential(): OperatorCredential {
+  const token = process.env.POINTS_LEDGER_TOKEN ?? "";
+  if (!process.env.OPERATOR_PRIVATE_KEY && token !== "") return { bearerToken: token, expiresAt: TOKEN_EXPIRY_UNKNOWN };
+  if (!process.env.OPERATOR_PRIVATE_KEY)
+    throw new UsageError(
+      "set OPERATOR_PRIVATE_KEY to the operator's 0x-prefixed 32-byte private key, or POINTS_LEDGER_TOKEN to a token from `points-ledger login`",
+    );
+  return operatorKey();
 }
 
 function contractOf(value: string | boolean | undefined): string {
@@ -122,7 +151,7 @@ function urlOf(values: { url?: string | boolean | undefined }): string {
 }
 
 function clientFor(values: { contract?: string | boolean | undefined; url?: string | boolean | undefined }): PointsClient {
-  return new PointsClient({ baseUrl: urlOf(values), contractAddress: contractOf(values.contract), operator: operatorKey() });
+  return new PointsClient({ baseUrl: urlOf(values), contractAddress: contractOf(values.contract), operator: operatorCredential() });
 }
 
 /** API and network failures end a command with exit code 1 and a readable line, not a stack. */
@@ -131,12 +160,11 @@ async function reportingFailures(run: () => Promise<number>): Promise<number> {
     return await run();
   } catch (error) {
     if (error instanceof PointsApiError) {
-      const details = error.details === undefined ? "" : ` ${JSON.stringify(error.details)}`;
-      console.error(`points-ledger: ${error.code} (HTTP ${error.status}): ${error.message}${details}`);
+      console.error(`points-ledger: ${refusal(error.code, error.status, error.message, error.details)}`);
       return 1;
     }
     if (error instanceof PointsNetworkError || error instanceof PointsInputError) {
-      console.error(`points-ledger: ${error.message}`);
+      console.error(`points-ledger: ${error.message}${error instanceof PointsInputError ? readableDetails(error.details) : ""}`);
       return 1;
     }
     throw error;
@@ -169,7 +197,7 @@ const submit: ClientCommand = async (argv) => {
     console.error(`${file}: ${transfers.length} transfers valid; run id ${runId}`);
     if (values["dry-run"]) return printPlan(transfers, contract, parameters!, runId);
     // The key is needed only now: a file can be checked (and dry-run) without it.
-    const client = new PointsClient({ baseUrl, contractAddress: contract, operator: operatorKey() });
+    const client = new PointsClient({ baseUrl, contractAddress: contract, operator: operatorCredential() });
     const progress = progressReporter();
     const summary = await client.submitAll(transfers, { runId, pointType, secondsToFinalize, onProgress: progress.update });
     progress.end();
@@ -573,4 +601,69 @@ const consoleLogin: ClientCommand = async (argv) => {
   });
 };
 
-export const clientCommands: Record<string, ClientCommand> = { submit, batches, balances, events, webhooks, "console-login": consoleLogin };
+/** --key-file's contents (surrounding whitespace ignored), else OPERATOR_PRIVATE_KEY. */
+function loginKey(keyFile: string | boolean | undefined): `0x${string}` {
+  if (typeof keyFile !== "string") return operatorKey();
+  let key: string;
+  try {
+    key = readFileSync(keyFile, "utf8").trim();
+  } catch (error) {
+    throw new UsageError(`cannot read ${keyFile}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  if (!KEY_PATTERN.test(key)) throw new UsageError(`${keyFile} must hold the operator's 0x-prefixed 32-byte private key`);
+  return key as `0x${string}`;
+}
+
+/**
+ * Signs in as the contract's operator and prints the bearer token, for curl and for the other
+ * commands (POINTS_LEDGER_TOKEN); `--export` prints it as a shell line to eval.
+ */
+const login: ClientCommand = async (argv) => {
+  const { values } = parse(argv, { "key-file": { type: "string" }, export: { type: "boolean" } });
+  if (values.help) return usage();
+  const contractAddress = contractOf(values.contract);
+  const key = loginKey(values["key-file"]);
+  return reportingFailures(async () => {
+    const client = new PointsClient({ baseUrl: urlOf(values), contractAddress, operator: key });
+    const session = await client.signIn();
+    console.log(values.export ? `export POINTS_LEDGER_TOKEN=${session.bearerToken}` : session.bearerToken);
+    console.error(`signed in as ${client.operatorAddress ?? ""} for ${client.contractAddress}; the token expires at ${session.expiresAt}`);
+    return 0;
+  });
+};
+
+const DEV_KEY_WARNING = "for trying points-ledger locally only, NOT for production: this key was printed in clear";
+
+/** A fresh operator key and its address, as shell lines to eval. */
+const devKey: ClientCommand = async (argv) => {
+  const { values } = parse(argv, {});
+  if (values.help) return usage();
+  const key = generatePrivateKey();
+  console.log(`# ${DEV_KEY_WARNING}\nexport OPERATOR_PRIVATE_KEY=${key}\nexport OPERATOR=${privateKeyToAccount(key).address}`);
+  console.error(`points-ledger dev-key: ${DEV_KEY_WARNING}`);
+  return 0;
+};
+
+/**
+ * Signs one message with OPERATOR_PRIVATE_KEY (ERC-191 personal_sign) and prints the signature:
+ * the middle step of signing in by hand with curl (challenge, sign, solve).
+ */
+const signMessage: ClientCommand = async (argv) => {
+  const { values, positionals } = parse(argv, {});
+  if (values.help) return usage();
+  if (positionals.length !== 1) throw new UsageError("usage: sign-message <message>");
+  console.log(await privateKeyToAccount(operatorKey()).signMessage({ message: positionals[0]! }));
+  return 0;
+};
+
+export const clientCommands: Record<string, ClientCommand> = {
+  login,
+  "sign-message": signMessage,
+  "dev-key": devKey,
+  submit,
+  batches,
+  balances,
+  events,
+  webhooks,
+  "console-login": consoleLogin,
+};

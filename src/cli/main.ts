@@ -2,8 +2,9 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../config.js";
 import { ApiError } from "../domain/errors.js";
-import { commands } from "./commands.js";
+import { commands, UsageError } from "./commands.js";
 import { CLIENT_USAGE, clientCommands } from "./client-commands.js";
+import { readableDetails, usageOf } from "./report.js";
 import { SNAPSHOT_USAGE, snapshotCommand } from "./snapshot-commands.js";
 
 const USAGE = `points-ledger <command>
@@ -23,17 +24,26 @@ ${SNAPSHOT_USAGE}
 Configuration comes from the environment (see README: DATABASE_URL, PORT, ADMIN_TOKEN, …).
 ${CLIENT_USAGE}`;
 
+function parseTopLevel(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: { id: { type: "string" }, asset: { type: "string" }, block: { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   // Operator commands parse their own options, so they get the raw arguments.
   const clientCommand = argv[0] === undefined ? undefined : clientCommands[argv[0]];
   if (clientCommand) return clientCommand(argv.slice(1));
   // The snapshot commands parse their own options too.
   if (argv[0] === "snapshot") return snapshotCommand(argv.slice(1), () => loadConfig(process.env));
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { id: { type: "string" }, asset: { type: "string" }, block: { type: "string" }, help: { type: "boolean", short: "h" } },
-  });
+  const { positionals, values } = parseTopLevel(argv);
   const [name, ...rest] = positionals;
   const command = name === undefined ? undefined : commands[name];
   if (values.help || !command) {
@@ -43,20 +53,31 @@ async function main(argv: string[]): Promise<number> {
   return command(rest, values, () => loadConfig(process.env));
 }
 
-main(process.argv.slice(2)).then(
+/** Every failure ends with a readable line and an exit code, never a stack trace (except a real bug's). */
+function report(error: unknown, command: string | undefined): number {
+  if (error instanceof UsageError) {
+    console.error(`points-ledger: ${error.message}\n\n${command === undefined ? USAGE : usageOf(USAGE, command)}`);
+    return 2;
+  }
+  if (error instanceof ConfigError) {
+    console.error(`points-ledger: ${error.message}`);
+    return 2;
+  }
+  if (error instanceof ApiError) {
+    // A command line argument the domain refused (e.g. a malformed address): a usage error.
+    console.error(`points-ledger: ${error.message}${readableDetails(error.details)}`);
+    return 2;
+  }
+  console.error("points-ledger:", error);
+  return 1;
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(
   (code) => {
     process.exitCode = code;
   },
   (error: unknown) => {
-    if (error instanceof ConfigError || (error instanceof Error && error.name === "UsageError")) {
-      console.error(`points-ledger: ${error.message}`);
-      process.exitCode = 2;
-    } else if (error instanceof ApiError) {
-      console.error(`points-ledger: ${error.message}: ${JSON.stringify(error.details)}`);
-      process.exitCode = 2;
-    } else {
-      console.error("points-ledger:", error);
-      process.exitCode = 1;
-    }
+    process.exitCode = report(error, argv[0]);
   },
 );
