@@ -21,7 +21,7 @@ import { webhookRoutes } from "./routes/webhooks.js";
 import { adminEventRoutes, eventRoutes } from "./routes/events.js";
 import { balanceRoutes } from "./routes/contract.js";
 import { operationRoutes } from "./routes/operations.js";
-import { documentRoute } from "./openapi-docs.js";
+import { DOCS_SECURITY_HEADERS, documentRoute } from "./openapi-docs.js";
 import { publicReadRoutes, snapshotAdminRoutes } from "./routes/snapshots.js";
 import { balancesExportRoute, transferRoutes } from "./routes/transfers.js";
 import { consoleRoutes } from "./routes/console.js";
@@ -293,6 +293,13 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
     },
   });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  await app.register(async (docsScope) => {
+    // Every answer under /docs, the static files included, gets the console's framing and CSP rules.
+    docsScope.addHook("onRequest", async (_request, reply) => {
+      reply.headers(DOCS_SECURITY_HEADERS);
+    });
+    // No validator badge: it would send the spec's URL to validator.swagger.io (and the CSP blocks it).
+    await docsScope.register(swaggerUi, { routePrefix: "/docs", uiConfig: { validatorUrl: null } });
+  });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 }
