@@ -52,6 +52,8 @@ export interface Config {
   webhookClaimLeaseMs: number;
   /** PUBLIC_READS: address balances and snapshots (proofs, tree) readable without a token. */
   publicReads: boolean;
+  /** PUBLIC_READ_RATE_LIMIT_PER_MINUTE: requests one client address may make to the public reads (with PUBLIC_READS) per minute. */
+  publicReadRateLimitPerMinute: number;
   /** Origins allowed to call the API from a browser (CORS); empty means no CORS headers. */
   corsOrigins: string[];
   /** Fastify trustProxy: false, true, or addresses/CIDRs of the trusted proxies. */
@@ -264,6 +266,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivateUrls: readChoice(env, "WEBHOOK_ALLOW_PRIVATE_URLS", "false", ["true", "false"]) === "true",
     webhookClaimLeaseMs: readInt(env, "WEBHOOK_CLAIM_LEASE_MS", DEFAULT_WEBHOOK_CLAIM_LEASE_MS, 1000, 600_000),
     publicReads: readChoice(env, "PUBLIC_READS", "false", ["true", "false"]) === "true",
+    publicReadRateLimitPerMinute: readInt(env, "PUBLIC_READ_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     trustProxy: readTrustProxy(env),
     corsOrigins: readCorsOrigins(env),
     sqliteSynchronous: readChoice(env, "SQLITE_SYNCHRONOUS", "FULL", ["FULL", "NORMAL"] as const),

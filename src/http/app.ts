@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from "fastify";
 import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
 import underPressure from "@fastify/under-pressure";
@@ -8,7 +8,12 @@ import swaggerUi from "@fastify/swagger-ui";
 import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import { ApiError, unavailable } from "../domain/errors.js";
-import { LOGGED_URL_MAX_LENGTH, MAX_PARAM_LENGTH } from "../domain/limits.js";
+import {
+  LOGGED_URL_MAX_LENGTH,
+  MAX_CONCURRENT_STREAMED_READS,
+  MAX_PARAM_LENGTH,
+  STREAMED_READ_RETRY_AFTER_SECONDS,
+} from "../domain/limits.js";
 import { createMetrics, recordCommittedEvents, type Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
 import { authenticateAdmin, authenticateContract, createAuthLimits } from "./auth.js";
@@ -55,6 +60,8 @@ declare module "fastify" {
     operational?: boolean;
     /** A response that stays open (the event stream): bounded by its own limit, not MAX_IN_FLIGHT_REQUESTS. */
     longLived?: boolean;
+    /** A large streamed read (tree dump, CSV export): also bounded by MAX_CONCURRENT_STREAMED_READS. */
+    streamedRead?: boolean;
   }
 }
 
@@ -184,6 +191,17 @@ async function installLoadShedding(app: FastifyInstance, maxEventLoopDelayMs: nu
  */
 function installAdmission(app: FastifyInstance, maxInFlight: number): { drain(): void } {
   let inFlight = 0;
+  let streamedReads = 0;
+  // A tree dump or an export holds its slot until the client has taken the whole body.
+  const admitStreamedRead = (reply: FastifyReply): void => {
+    if (streamedReads >= MAX_CONCURRENT_STREAMED_READS) {
+      throw unavailable("too many exports and tree dumps are being streamed, retry later", STREAMED_READ_RETRY_AFTER_SECONDS);
+    }
+    streamedReads += 1;
+    reply.raw.once("close", () => {
+      streamedReads -= 1;
+    });
+  };
   let draining = false;
   // Draining refuses requests by their arrival: one that arrived before SIGTERM is finished even
   // if its body completes afterwards.
@@ -196,6 +214,7 @@ function installAdmission(app: FastifyInstance, maxInFlight: number): { drain():
     // the requests this bound protects. Streams have their own bound (MAX_EVENT_STREAMS).
     if (request.routeOptions.config.longLived) return;
     if (inFlight >= maxInFlight) throw unavailable("too many requests in flight", 1);
+    if (request.routeOptions.config.streamedRead) admitStreamedRead(reply);
     inFlight += 1;
     reply.raw.once("close", () => {
       inFlight -= 1;

@@ -68,6 +68,7 @@ export function transferRoutes(fastify: FastifyInstance, ctx: AppContext): void 
   app.get(
     "/transfers.csv",
     {
+      config: { streamedRead: true },
       schema: {
         tags,
         security,
@@ -90,6 +91,7 @@ export function balancesExportRoute(fastify: FastifyInstance, ctx: AppContext): 
   app.get(
     "/balances.csv",
     {
+      config: { streamedRead: true },
       schema: {
         tags: ["admin"],
         security,
