@@ -37,6 +37,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** Mean event-loop delay past which new API requests get 503 (0: no shedding on it). */
   maxEventLoopDelayMs: number;
+  /** MAX_QUEUE_DELAY_MS: how long a request may have waited to be read before it gets 503 + Retry-After (0: no admission on it). */
+  maxQueueDelayMs: number;
   /** Worker threads that parse and validate submitted batches beside the writer (0: on the main thread). */
   batchIntakeThreads: number;
   logLevel: string;
@@ -260,6 +262,7 @@ export function loadConfig(env: Env = process.env): Config {
     authRateLimitPerMinute: readInt(env, "AUTH_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     ...readRequestTimeouts(env),
     maxEventLoopDelayMs: readInt(env, "MAX_EVENT_LOOP_DELAY_MS", 500, 0, 60_000),
+    maxQueueDelayMs: readInt(env, "MAX_QUEUE_DELAY_MS", 300, 0, 60_000),
     batchIntakeThreads: readInt(env, "BATCH_INTAKE_THREADS", defaultIntakeThreads(), 0, MAX_INTAKE_THREADS),
     logLevel: readChoice(env, "LOG_LEVEL", "info", LOG_LEVELS),
     webhookRetryScheduleSeconds: readRetrySchedule(env),

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyInstance, type FastifyReply } from "fastify";
+import { createServer, type Server } from "node:http";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from "fastify";
 import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
 import underPressure from "@fastify/under-pressure";
@@ -19,6 +20,7 @@ import type { LedgerStore } from "../store/store.js";
 import { authenticateAdmin, authenticateContract, createAuthLimits } from "./auth.js";
 import type { AppContext } from "./context.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./errors.js";
+import { admitByQueueTime, type RequestListener } from "./queue-admission.js";
 import { adminRoutes } from "./routes/admin.js";
 import { authRoutes } from "./routes/auth.js";
 import { batchRoutes } from "./routes/batches.js";
@@ -49,6 +51,41 @@ const TIMEOUT_CHECK_INTERVAL_MS = 500;
  * stall (a GC, compiling schemas at start-up) does not shed, short enough to react within a second.
  */
 const PRESSURE_SAMPLE_INTERVAL_MS = 1000;
+
+/**
+ * The HTTP server Fastify would make (lib/server.js: Node's server options, the request, keep-alive
+ * and connection timeouts), with `listener` in front of Fastify's handler.
+ */
+function serverWithAdmission(
+  config: Config,
+  metrics: Metrics,
+  operationalPaths: ReadonlySet<string>,
+): (handler: RequestListener, serverOptions: FastifyServerOptions) => Server {
+  return (handler, serverOptions) => {
+    const listener = admitByQueueTime(handler, {
+      maxQueueDelayMs: config.maxQueueDelayMs,
+      isOperational: (path) => operationalPaths.has(path),
+      onRefused: (request) => metrics.requests.inc({ method: request.method ?? "", route: "(queued too long)", status: "503" }),
+    });
+    // Slow bodies: a request must have fully arrived in time, else the client error handler
+    // answers 400 and closes the connection (src/http/errors.ts).
+    const server = createServer(
+      { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+      listener,
+    );
+    if (serverOptions.keepAliveTimeout !== undefined) server.keepAliveTimeout = serverOptions.keepAliveTimeout;
+    if (serverOptions.requestTimeout !== undefined) server.requestTimeout = serverOptions.requestTimeout;
+    if (serverOptions.connectionTimeout !== undefined) server.setTimeout(serverOptions.connectionTimeout);
+    return server;
+  };
+}
+
+/** Operational routes (health, readiness, metrics) by path, as they are added: the admission never refuses them. */
+function recordOperationalPaths(app: FastifyInstance, paths: Set<string>): void {
+  app.addHook("onRoute", (route) => {
+    if (route.config?.operational) paths.add(route.url);
+  });
+}
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -82,7 +119,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   };
   // The ledger counters follow what this process commits (src/metrics.ts), not what handlers say.
   const unsubscribe = ctx.store.onCommittedEvents((events) => recordCommittedEvents(ctx.metrics, events));
+  const operationalPaths = new Set<string>();
   const app = Fastify({
+    serverFactory: serverWithAdmission(options.config, ctx.metrics, operationalPaths),
     logger: options.logger ?? { level: options.config.logLevel, redact: ["req.headers.authorization"] },
     bodyLimit: options.config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: true }),
@@ -91,10 +130,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: false,
-    // Slow bodies: a request must have fully arrived in time, else the client error handler
-    // answers 400 and closes the connection (src/http/errors.ts).
     requestTimeout: options.config.requestTimeoutMs,
-    http: { headersTimeout: options.config.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
     trustProxy: options.config.trustProxy,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     onProtoPoisoning: "error",
@@ -102,6 +138,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   });
+  recordOperationalPaths(app, operationalPaths);
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installBodyParsers(app);
