@@ -51,6 +51,8 @@ const TIMEOUT_CHECK_INTERVAL_MS = 500;
  * stall (a GC, compiling schemas at start-up) does not shed, short enough to react within a second.
  */
 const PRESSURE_SAMPLE_INTERVAL_MS = 1000;
+/** Sample windows after ready() whose event-loop delay is the start-up's, not load's. */
+const STARTUP_SAMPLES_IGNORED = 2;
 
 /**
  * The HTTP server Fastify would make (lib/server.js: Node's server options, the request, keep-alive
@@ -211,10 +213,19 @@ async function registerCors(app: FastifyInstance, origins: readonly string[]): P
  */
 async function installLoadShedding(app: FastifyInstance, maxEventLoopDelayMs: number): Promise<void> {
   if (maxEventLoopDelayMs === 0) return;
+  // Start-up (compiling every route's schemas in ready()) stalls the loop once, and the first
+  // samples after it still hold that stall: shedding on them refused the first sign-ins and admin
+  // requests after a restart (issue 19). That stall is not load, so the delay counts only once
+  // the samples are past it.
+  let sheddingFromMs = Infinity;
+  app.addHook("onReady", async () => {
+    sheddingFromMs = performance.now() + STARTUP_SAMPLES_IGNORED * PRESSURE_SAMPLE_INTERVAL_MS;
+  });
   await app.register(underPressure, {
     maxEventLoopDelay: maxEventLoopDelayMs,
     sampleInterval: PRESSURE_SAMPLE_INTERVAL_MS,
-    pressureHandler: (request) => (request.routeOptions.config.operational ? undefined : Promise.reject(new EventLoopOverloaded())),
+    pressureHandler: (request) =>
+      request.routeOptions.config.operational || performance.now() < sheddingFromMs ? undefined : Promise.reject(new EventLoopOverloaded()),
   });
 }
 

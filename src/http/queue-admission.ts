@@ -23,7 +23,7 @@ import { unavailable } from "../domain/errors.js";
 export type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
 /** The answer to a request that queued too long; the catalogue's error, its body rendered once. */
-const QUEUED_TOO_LONG = unavailable("the service is overloaded, retry shortly", 1);
+const QUEUED_TOO_LONG = unavailable("the service is overloaded (requests are queueing), retry shortly", 1);
 const QUEUED_TOO_LONG_BODY = JSON.stringify({ success: false, error: { code: QUEUED_TOO_LONG.code, message: QUEUED_TOO_LONG.message } });
 const QUEUED_TOO_LONG_HEADERS = {
   "content-type": "application/json; charset=utf-8",
