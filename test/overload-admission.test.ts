@@ -39,10 +39,11 @@ const BATCHES = 100;
 const PROBE_INTERVAL_MS = 250;
 /**
  * The issue's targets are admitted p99 ≤ 1 s, refusals ≤ 1 s, health ≤ 2 s on a quiet machine.
- * Measured here with 8 suites sharing 2 cores (load average 15-18), where the load generator's
- * own event loop adds to every figure: admitted p99 0.7-3.8 s, refusals p99 2.3-4.3 s, /readyz
- * worst 1.8-2.7 s; before: admitted p99 10 s, 1,118 answers after 5 s or more, zero 503, another
- * tenant's balance 10 s. The bounds leave room for such a machine and still fail the old behaviour.
+ * Measured with this test (paired runs, 2 cores shared with other suites, load average 10-18;
+ * the load generator's own event loop adds to every figure): before, admitted p99 3.0-10 s, zero
+ * 503, /readyz on a fresh connection 11.5-11.7 s; after, admitted p99 0.6-1.05 s alone (up to 3.8 s
+ * beside other suites), refusals p99 1.0-2.0 s (4.3 s), /readyz 1.1-1.6 s (2.7 s). The bounds leave
+ * room for such a machine and still fail the old behaviour.
  */
 const ADMITTED_P99_BOUND_MS = 4500;
 const REFUSED_P99_BOUND_MS = 5000;
