@@ -37,6 +37,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** Mean event-loop delay past which new API requests get 503 (0: no shedding on it). */
   maxEventLoopDelayMs: number;
+  /** MAX_QUEUE_DELAY_MS: how long a request may have waited to be read before it gets 503 + Retry-After (0: no admission on it). */
+  maxQueueDelayMs: number;
   /** Worker threads that parse and validate submitted batches beside the writer (0: on the main thread). */
   batchIntakeThreads: number;
   logLevel: string;
@@ -52,6 +54,8 @@ export interface Config {
   webhookClaimLeaseMs: number;
   /** PUBLIC_READS: address balances and snapshots (proofs, tree) readable without a token. */
   publicReads: boolean;
+  /** PUBLIC_READ_RATE_LIMIT_PER_MINUTE: requests one client address may make to the public reads (with PUBLIC_READS) per minute. */
+  publicReadRateLimitPerMinute: number;
   /** Origins allowed to call the API from a browser (CORS); empty means no CORS headers. */
   corsOrigins: string[];
   /** Fastify trustProxy: false, true, or addresses/CIDRs of the trusted proxies. */
@@ -259,12 +263,14 @@ export function loadConfig(env: Env = process.env): Config {
     authRateLimitPerMinute: readInt(env, "AUTH_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     ...readRequestTimeouts(env),
     maxEventLoopDelayMs: readInt(env, "MAX_EVENT_LOOP_DELAY_MS", 500, 0, 60_000),
+    maxQueueDelayMs: readInt(env, "MAX_QUEUE_DELAY_MS", 300, 0, 60_000),
     batchIntakeThreads: readInt(env, "BATCH_INTAKE_THREADS", defaultIntakeThreads(), 0, MAX_INTAKE_THREADS),
     logLevel: readChoice(env, "LOG_LEVEL", "info", LOG_LEVELS),
     webhookRetryScheduleSeconds: readRetrySchedule(env),
     webhookAllowPrivateUrls: readChoice(env, "WEBHOOK_ALLOW_PRIVATE_URLS", "false", ["true", "false"]) === "true",
     webhookClaimLeaseMs: readInt(env, "WEBHOOK_CLAIM_LEASE_MS", DEFAULT_WEBHOOK_CLAIM_LEASE_MS, 1000, 600_000),
     publicReads: readChoice(env, "PUBLIC_READS", "false", ["true", "false"]) === "true",
+    publicReadRateLimitPerMinute: readInt(env, "PUBLIC_READ_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     trustProxy: readTrustProxy(env),
     corsOrigins: readCorsOrigins(env),
     sqliteSynchronous: readChoice(env, "SQLITE_SYNCHRONOUS", "FULL", ["FULL", "NORMAL"] as const),

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyInstance } from "fastify";
+import { createServer, type Server } from "node:http";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from "fastify";
 import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
 import underPressure from "@fastify/under-pressure";
@@ -8,12 +9,18 @@ import swaggerUi from "@fastify/swagger-ui";
 import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import { ApiError, unavailable } from "../domain/errors.js";
-import { LOGGED_URL_MAX_LENGTH, MAX_PARAM_LENGTH } from "../domain/limits.js";
+import {
+  LOGGED_URL_MAX_LENGTH,
+  MAX_CONCURRENT_STREAMED_READS,
+  MAX_PARAM_LENGTH,
+  STREAMED_READ_RETRY_AFTER_SECONDS,
+} from "../domain/limits.js";
 import { createMetrics, recordCommittedEvents, type Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
 import { authenticateAdmin, authenticateContract, createAuthLimits } from "./auth.js";
 import type { AppContext } from "./context.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./errors.js";
+import { admitByQueueTime, type RequestListener } from "./queue-admission.js";
 import { adminRoutes } from "./routes/admin.js";
 import { authRoutes } from "./routes/auth.js";
 import { batchRoutes } from "./routes/batches.js";
@@ -21,7 +28,7 @@ import { webhookRoutes } from "./routes/webhooks.js";
 import { adminEventRoutes, eventRoutes } from "./routes/events.js";
 import { balanceRoutes } from "./routes/contract.js";
 import { operationRoutes } from "./routes/operations.js";
-import { documentRoute } from "./openapi-docs.js";
+import { DOCS_SECURITY_HEADERS, documentRoute } from "./openapi-docs.js";
 import { publicReadRoutes, snapshotAdminRoutes } from "./routes/snapshots.js";
 import { balancesExportRoute, transferRoutes } from "./routes/transfers.js";
 import { consoleRoutes } from "./routes/console.js";
@@ -44,6 +51,43 @@ const TIMEOUT_CHECK_INTERVAL_MS = 500;
  * stall (a GC, compiling schemas at start-up) does not shed, short enough to react within a second.
  */
 const PRESSURE_SAMPLE_INTERVAL_MS = 1000;
+/** Sample windows after ready() whose event-loop delay is the start-up's, not load's. */
+const STARTUP_SAMPLES_IGNORED = 2;
+
+/**
+ * The HTTP server Fastify would make (lib/server.js: Node's server options, the request, keep-alive
+ * and connection timeouts), with `listener` in front of Fastify's handler.
+ */
+function serverWithAdmission(
+  config: Config,
+  metrics: Metrics,
+  operationalPaths: ReadonlySet<string>,
+): (handler: RequestListener, serverOptions: FastifyServerOptions) => Server {
+  return (handler, serverOptions) => {
+    const listener = admitByQueueTime(handler, {
+      maxQueueDelayMs: config.maxQueueDelayMs,
+      isOperational: (path) => operationalPaths.has(path),
+      onRefused: (request) => metrics.requests.inc({ method: request.method ?? "", route: "(queued too long)", status: "503" }),
+    });
+    // Slow bodies: a request must have fully arrived in time, else the client error handler
+    // answers 400 and closes the connection (src/http/errors.ts).
+    const server = createServer(
+      { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+      listener,
+    );
+    if (serverOptions.keepAliveTimeout !== undefined) server.keepAliveTimeout = serverOptions.keepAliveTimeout;
+    if (serverOptions.requestTimeout !== undefined) server.requestTimeout = serverOptions.requestTimeout;
+    if (serverOptions.connectionTimeout !== undefined) server.setTimeout(serverOptions.connectionTimeout);
+    return server;
+  };
+}
+
+/** Operational routes (health, readiness, metrics) by path, as they are added: the admission never refuses them. */
+function recordOperationalPaths(app: FastifyInstance, paths: Set<string>): void {
+  app.addHook("onRoute", (route) => {
+    if (route.config?.operational) paths.add(route.url);
+  });
+}
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -55,6 +99,8 @@ declare module "fastify" {
     operational?: boolean;
     /** A response that stays open (the event stream): bounded by its own limit, not MAX_IN_FLIGHT_REQUESTS. */
     longLived?: boolean;
+    /** A large streamed read (tree dump, CSV export): also bounded by MAX_CONCURRENT_STREAMED_READS. */
+    streamedRead?: boolean;
   }
 }
 
@@ -75,7 +121,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   };
   // The ledger counters follow what this process commits (src/metrics.ts), not what handlers say.
   const unsubscribe = ctx.store.onCommittedEvents((events) => recordCommittedEvents(ctx.metrics, events));
+  const operationalPaths = new Set<string>();
   const app = Fastify({
+    serverFactory: serverWithAdmission(options.config, ctx.metrics, operationalPaths),
     logger: options.logger ?? { level: options.config.logLevel, redact: ["req.headers.authorization"] },
     bodyLimit: options.config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: true }),
@@ -84,10 +132,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
     },
     return503OnClosing: false,
-    // Slow bodies: a request must have fully arrived in time, else the client error handler
-    // answers 400 and closes the connection (src/http/errors.ts).
     requestTimeout: options.config.requestTimeoutMs,
-    http: { headersTimeout: options.config.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
     trustProxy: options.config.trustProxy,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     onProtoPoisoning: "error",
@@ -95,6 +140,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   });
+  recordOperationalPaths(app, operationalPaths);
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installBodyParsers(app);
@@ -167,10 +213,19 @@ async function registerCors(app: FastifyInstance, origins: readonly string[]): P
  */
 async function installLoadShedding(app: FastifyInstance, maxEventLoopDelayMs: number): Promise<void> {
   if (maxEventLoopDelayMs === 0) return;
+  // Start-up (compiling every route's schemas in ready()) stalls the loop once, and the first
+  // samples after it still hold that stall: shedding on them refused the first sign-ins and admin
+  // requests after a restart (issue 19). That stall is not load, so the delay counts only once
+  // the samples are past it.
+  let sheddingFromMs = Infinity;
+  app.addHook("onReady", async () => {
+    sheddingFromMs = performance.now() + STARTUP_SAMPLES_IGNORED * PRESSURE_SAMPLE_INTERVAL_MS;
+  });
   await app.register(underPressure, {
     maxEventLoopDelay: maxEventLoopDelayMs,
     sampleInterval: PRESSURE_SAMPLE_INTERVAL_MS,
-    pressureHandler: (request) => (request.routeOptions.config.operational ? undefined : Promise.reject(new EventLoopOverloaded())),
+    pressureHandler: (request) =>
+      request.routeOptions.config.operational || performance.now() < sheddingFromMs ? undefined : Promise.reject(new EventLoopOverloaded()),
   });
 }
 
@@ -184,6 +239,17 @@ async function installLoadShedding(app: FastifyInstance, maxEventLoopDelayMs: nu
  */
 function installAdmission(app: FastifyInstance, maxInFlight: number): { drain(): void } {
   let inFlight = 0;
+  let streamedReads = 0;
+  // A tree dump or an export holds its slot until the client has taken the whole body.
+  const admitStreamedRead = (reply: FastifyReply): void => {
+    if (streamedReads >= MAX_CONCURRENT_STREAMED_READS) {
+      throw unavailable("too many exports and tree dumps are being streamed, retry later", STREAMED_READ_RETRY_AFTER_SECONDS);
+    }
+    streamedReads += 1;
+    reply.raw.once("close", () => {
+      streamedReads -= 1;
+    });
+  };
   let draining = false;
   // Draining refuses requests by their arrival: one that arrived before SIGTERM is finished even
   // if its body completes afterwards.
@@ -196,6 +262,7 @@ function installAdmission(app: FastifyInstance, maxInFlight: number): { drain():
     // the requests this bound protects. Streams have their own bound (MAX_EVENT_STREAMS).
     if (request.routeOptions.config.longLived) return;
     if (inFlight >= maxInFlight) throw unavailable("too many requests in flight", 1);
+    if (request.routeOptions.config.streamedRead) admitStreamedRead(reply);
     inFlight += 1;
     reply.raw.once("close", () => {
       inFlight -= 1;
@@ -293,6 +360,13 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
     },
   });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  await app.register(async (docsScope) => {
+    // Every answer under /docs, the static files included, gets the console's framing and CSP rules.
+    docsScope.addHook("onRequest", async (_request, reply) => {
+      reply.headers(DOCS_SECURITY_HEADERS);
+    });
+    // No validator badge: it would send the spec's URL to validator.swagger.io (and the CSP blocks it).
+    await docsScope.register(swaggerUi, { routePrefix: "/docs", uiConfig: { validatorUrl: null } });
+  });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 }

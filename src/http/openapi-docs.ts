@@ -488,3 +488,32 @@ export function documentRoute(route: RouteOptions): void {
   if (docs === undefined) return;
   route.schema = { summary: docs.summary, description: docs.description, ...route.schema };
 }
+
+/**
+ * The headers of every answer under /docs (the page, its scripts and styles, /docs/json). Like the
+ * console's (routes/console.ts), no other site may frame the page (clickjacking) and it may load
+ * and call this origin only; Swagger UI runs under it: its page has no inline script (the
+ * initializer is /docs/static/swagger-initializer.js), it fetches /docs/json, its icons are data:
+ * images, and its one inline <style> (the logo's SVG in swagger-ui-standalone-preset.js) is allowed
+ * by its hash rather than by 'unsafe-inline'. A Swagger UI upgrade that changes it fails
+ * test/docs-csp.test.ts, which loads /docs in a real browser and refuses any CSP violation.
+ */
+/** sha256 of `.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}`. */
+const SWAGGER_LOGO_STYLE_HASH = "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='";
+const DOCS_CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  `style-src 'self' ${SWAGGER_LOGO_STYLE_HASH}`,
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+export const DOCS_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": DOCS_CONTENT_SECURITY_POLICY,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};

@@ -31,12 +31,12 @@ const INHERITED_VARIABLES = ["PATH", "HOME", "TMPDIR", "LANG", "SYSTEMROOT"];
 export type Env = Record<string, string>;
 
 /**
- * Load shedding off. It reacts to the event loop of the process serving, and a busy 2-core machine
+ * Load shedding off, both kinds (event-loop delay, queueing time). They react to the event loop of the process serving, and a busy 2-core machine
  * running several suites stalls test processes at random (more so a server inside the test's own
  * process), so a test server would shed requests that no test meant as load. The shedding test
  * turns it on explicitly; every other test server, in-process or spawned, runs with this.
  */
-export const NO_LOAD_SHEDDING: Env = { MAX_EVENT_LOOP_DELAY_MS: "0" };
+export const NO_LOAD_SHEDDING: Env = { MAX_EVENT_LOOP_DELAY_MS: "0", MAX_QUEUE_DELAY_MS: "0" };
 
 export interface ExitInfo {
   code: number | null;

@@ -9,6 +9,7 @@ import { formatPoints } from "../../domain/points.js";
 import { requireAddress } from "../../domain/validate.js";
 import { availableOf, type AccountQuery, type TransferPosition, type TransferQuery, type TransferRow } from "../../store/store.js";
 import type { AppContext } from "../context.js";
+import { csvRow } from "../csv.js";
 import { balancesJson } from "../present.js";
 import {
   AddressParams,
@@ -67,6 +68,7 @@ export function transferRoutes(fastify: FastifyInstance, ctx: AppContext): void 
   app.get(
     "/transfers.csv",
     {
+      config: { streamedRead: true },
       schema: {
         tags,
         security,
@@ -89,6 +91,7 @@ export function balancesExportRoute(fastify: FastifyInstance, ctx: AppContext): 
   app.get(
     "/balances.csv",
     {
+      config: { streamedRead: true },
       schema: {
         tags: ["admin"],
         security,
@@ -192,11 +195,20 @@ async function* transfersCsv(
       after,
       scanLimit: MAX_TRANSFERS_SCANNED_PER_PAGE,
     });
-    // Every field is hex, digits, an ISO time, a status or a batchId (ID_PATTERN: no comma, quote or newline): nothing to quote.
+    // Every cell goes through csvCell: a batchId may start with `-` (formula injection, http/csv.ts).
     let text = "";
     for (const transfer of page.transfers) {
       const row = transferJson(transfer);
-      text += `${row.batchId},${row.toAddress},${row.pointType},${row.points},${row.status},${row.createdAt},${row.finalizeAt},${row.finalizedAt ?? ""}\n`;
+      text += csvRow([
+        row.batchId,
+        row.toAddress,
+        row.pointType,
+        row.points,
+        row.status,
+        row.createdAt,
+        row.finalizeAt,
+        row.finalizedAt ?? "",
+      ]);
     }
     if (text !== "") yield text;
     after = page.next ?? undefined;
@@ -210,7 +222,15 @@ async function* balancesCsv(ctx: AppContext, pointType: string | undefined): Asy
     const rows = await ctx.store.listAccountBalances({ pointType, limit: EXPORT_ROWS_PER_PAGE, after });
     let text = "";
     for (const { address, pointType: type, balance } of rows) {
-      text += `${checksumAddress(address)},${type},${formatPoints(availableOf(balance))},${formatPoints(balance.pendingSent)},${formatPoints(balance.earnedCumulative)},${formatPoints(balance.receivedCumulative)},${formatPoints(balance.finalizedSentCumulative)}\n`;
+      text += csvRow([
+        checksumAddress(address),
+        type,
+        formatPoints(availableOf(balance)),
+        formatPoints(balance.pendingSent),
+        formatPoints(balance.earnedCumulative),
+        formatPoints(balance.receivedCumulative),
+        formatPoints(balance.finalizedSentCumulative),
+      ]);
     }
     if (text !== "") yield text;
     const last = rows.at(-1);
