@@ -132,6 +132,11 @@ export interface EventQuery {
   /** Only these types; null: all. */
   types: readonly EventType[] | null;
   limit: number;
+  /**
+   * `after` came from an unauthenticated cursor (the old `ev1:` form): refuse one past the newest
+   * event (VALIDATION_FAILED), which the service never gave out and which would hide events.
+   */
+  verifyAfter?: boolean;
 }
 
 export interface StoredEvent {
@@ -162,6 +167,11 @@ export interface EventsStore {
   listEvents(query: EventQuery): Promise<EventPage>;
   /** Deletes events that occurred before `beforeMs`, oldest first, at most `limit`; returns how many. */
   purgeEvents(beforeMs: number, limit: number): Promise<number>;
+  /**
+   * The 32 random bytes stored under `name`, created at first use (concurrent first uses agree on
+   * one): the same in every process of a deployment and after restarts.
+   */
+  serverSecret(name: string): Promise<Buffer>;
 }
 
 /** Credits and balances (accounts.ts, credits.ts, point-types.ts of each adapter). */

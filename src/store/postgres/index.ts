@@ -27,7 +27,7 @@ import {
   withTransfers,
 } from "./batches.js";
 import { applyCredit, readAssetEarnings } from "./credits.js";
-import { appendEvents, listEvents, purgeEvents } from "./events.js";
+import { appendEvents, listEvents, purgeEvents, serverSecret } from "./events.js";
 import { finalizeDue } from "./finalize.js";
 import { committedEventsOf, createPool, guard, migrate, transaction, type PgClient, type PostgresOptions } from "./db.js";
 import { pointTypesInUse } from "./point-types.js";
@@ -84,6 +84,7 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
     onCommittedEvents: (listener) => committedEventsOf(pool).subscribe(listener),
     listEvents: (query) => run(() => listEvents(pool, query)),
     purgeEvents: (beforeMs, limit) => run(() => transaction(pool, (client) => purgeEvents(client, beforeMs, limit))),
+    serverSecret: (name) => run(() => serverSecret(pool, name)),
     listTransfers: (contract, query) => run(() => listTransfers(pool, contract, query)),
     listAccountBalances: (query) => run(() => listAccountBalances(pool, query)),
     ...snapshotOperations(pool, run),

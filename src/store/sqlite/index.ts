@@ -25,7 +25,7 @@ import {
   withTransfers,
 } from "./batches.js";
 import { applyCredit, readAssetEarnings } from "./credits.js";
-import { appendEvents, listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
+import { appendEvents, listEvents, purgeEvents, serverSecret, takeAppendedEvents } from "./events.js";
 import { CommittedEvents } from "../committed-events.js";
 import { finalizeDue } from "./finalize.js";
 import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteDb, type SqliteOptions } from "./db.js";
@@ -83,6 +83,7 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
     onCommittedEvents: () => () => undefined,
     listEvents: async (query) => db.transaction(() => listEvents(db, query))(),
     purgeEvents: async (beforeMs, limit) => db.transaction(() => purgeEvents(db, beforeMs, limit)).immediate(),
+    serverSecret: async (name) => db.transaction(() => serverSecret(db, name)).immediate(),
     listTransfers: async (contract, query) => listTransfers(db, contract, query),
     listAccountBalances: async (query) => listAccountBalances(db, query),
     ...snapshotOperations(options.path, () => db),

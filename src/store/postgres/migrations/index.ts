@@ -257,4 +257,15 @@ export const MIGRATIONS: Migration[] = [
         WHERE build_id NOT IN (SELECT build_id FROM snapshots);
     `,
   },
+  {
+    // Random secrets the service derives its keys from: see the SQLite migration.
+    version: 8,
+    name: "server_secrets",
+    sql: `
+      CREATE TABLE server_secrets (
+        name TEXT PRIMARY KEY,
+        secret BYTEA NOT NULL CHECK (length(secret) = 32)
+      );
+    `,
+  },
 ];

@@ -295,4 +295,17 @@ export const MIGRATIONS: Migration[] = [
         WHERE build_id NOT IN (SELECT build_id FROM snapshots);
     `,
   },
+  {
+    // Random secrets the service derives its keys from (src/http/cursor-key.ts: the events cursor
+    // is authenticated and encrypted with one), created at first use; in the database so every
+    // process of a deployment, and every restart, reads the same one.
+    version: 10,
+    name: "server_secrets",
+    sql: `
+      CREATE TABLE server_secrets (
+        name TEXT PRIMARY KEY,
+        secret BLOB NOT NULL CHECK (length(secret) = 32)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
