@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 import type { AddressKey } from "../domain/address.js";
 import type { ServerKeys } from "./cursor-key.js";
 
@@ -10,12 +10,13 @@ import type { ServerKeys } from "./cursor-key.js";
  * tenants' writes and could be forged past the head to hide events: sealed, a tenant reads
  * nothing in them, and a cursor the service never issued (for this stream) is refused.
  *
- * Sealing is deterministic (the nonce is an HMAC of what it seals, the SIV construction): the
- * same position gives the same cursor, so a reader that asks again with nothing new gets its own
- * cursor back, and paging the same events with any page size ends on the same cursor. Bytes:
+ * The cursor after an event is deterministic (the nonce is an HMAC of what it seals, the SIV
+ * construction): paging the same events with any page size ends on the same cursor. A cursor not
+ * at an event (a page with none: the head of the log, see routes/events.ts) seals a random salt
+ * too, so two of them never compare equal, whether or not the log moved between them. Bytes:
  * version (2) ‖ nonce (12) ‖ AES-256-GCM ciphertext of kind (1) ‖ two u64 parts ‖ issuedAtMs
- * (u64) ‖ tag (16), base64url; 72 characters whatever the position, so even its length says
- * nothing about the log.
+ * (u64) ‖ salt (8) ‖ tag (16), base64url; 83 characters whatever the position, so even its length
+ * says nothing about the log.
  *
  * The first form, base64url of `ev1:<position>`, is still read so a client resumes from a cursor
  * stored before the upgrade; it is not authenticated, so the store refuses one past its newest
@@ -34,7 +35,8 @@ export interface DecodedEventCursor {
 const VERSION = 2;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
-const SEALED_BYTES = 1 + 8 + 8 + 8;
+const SALT_BYTES = 8;
+const SEALED_BYTES = 1 + 8 + 8 + 8 + SALT_BYTES;
 const CURSOR_BYTES = 1 + NONCE_BYTES + SEALED_BYTES + TAG_BYTES;
 /** Kinds of position: one part (SQLite's seq) or two (PostgreSQL's tx.seq). */
 const ONE_PART = 1;
@@ -56,7 +58,8 @@ export class EventCursors {
     return new EventCursors(await keys.getServerKey("events-cursor-encryption"), await keys.getServerKey("events-cursor-nonce"));
   }
 
-  encode(scope: CursorScope, position: string, issuedAtMs: number): string {
+  /** `salted`: for a cursor not at an event, which must not say whether the log moved (see above). */
+  encode(scope: CursorScope, position: string, issuedAtMs: number, salted = false): string {
     const sealed = Buffer.alloc(SEALED_BYTES);
     const parts = position.split(".").map(BigInt);
     // The store's own positions: a part outside u64 is a bug, and writeBigUInt64BE throws on it.
@@ -64,6 +67,7 @@ export class EventCursors {
     sealed.writeBigUInt64BE(parts.length === 1 ? 0n : parts[0]!, 1);
     sealed.writeBigUInt64BE(parts.at(-1)!, 9);
     sealed.writeBigUInt64BE(BigInt(issuedAtMs), 17);
+    if (salted) randomBytes(SALT_BYTES).copy(sealed, 25);
     const header = Buffer.from([VERSION]);
     const aad = associatedData(header, scope);
     const nonce = createHmac("sha256", this.nonceKey).update(aad).update(sealed).digest().subarray(0, NONCE_BYTES);

@@ -183,8 +183,8 @@ function cursorOfEvent(cursors: EventCursors, scope: CursorScope, stored: Stored
  * The cursor of a page without events. The one asked with, unchanged, so an idle reader's cursor
  * does not move while other tenants write; once it is EVENT_CURSOR_REFRESH_MS old (or of the first
  * form, or absent), the store's position instead, the head of the log when the page read
- * everything there is: a quiet reader's cursor never falls behind the retained events. A new
- * cursor seals the current time, so it differs from the last whether or not others wrote.
+ * everything there is: a quiet reader's cursor never falls behind the retained events. Such a
+ * cursor is salted, so it differs from every other whether or not others wrote.
  */
 function quietCursor(
   ctx: AppContext,
@@ -196,7 +196,7 @@ function quietCursor(
 ): string {
   const nowMs = ctx.clock.now();
   if (asked !== undefined && after?.issuedAtMs != null && nowMs - after.issuedAtMs < EVENT_CURSOR_REFRESH_MS) return asked;
-  return cursors.encode(scope, position, nowMs);
+  return cursors.encode(scope, position, nowMs, true);
 }
 
 /** The position to read after and the types asked for (null: all), every malformed field named at once. */
