@@ -114,7 +114,7 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
         querystring: EventStreamQuery,
         // Errors are JSON, answered before the stream starts; the 200 is the stream.
         response: {
-          ...responses(EventResponses.page, 400, 401, 403, 410, 503),
+          ...responses(EventResponses.page, 400, 401, 403, 410, 429, 503),
           200: textResponse("text/event-stream", "The event stream.", streamExample),
         },
       },
@@ -128,12 +128,19 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
       // The contract hook has checked the token; the stream checks it again now and then, and ends at its expiry.
       const tokenHash = hashToken(bearerTokenOf(request.headers.authorization) ?? "");
       const authorized = async () => (await ctx.store.findToken(tokenHash, ctx.clock.now()))?.expiresAtMs ?? null;
-      const body = await streams.start({
-        query: { stream: grant.contract, types: types ?? STREAM_EVENT_TYPES },
-        after: after === null ? null : { position: after.position, verify: after.issuedAtMs === null },
-        holder: { contract: grant.contract, token: tokenHash.toString("hex"), expiresAtMs: grant.expiresAtMs, authorized },
-        idOf: (stored) => cursorOfEvent(cursors, grant.contract, stored),
-      });
+      const body = await streams
+        .start({
+          query: { stream: grant.contract, types: types ?? STREAM_EVENT_TYPES },
+          after: after === null ? null : { position: after.position, verify: after.issuedAtMs === null },
+          holder: { contract: grant.contract, token: tokenHash.toString("hex"), expiresAtMs: grant.expiresAtMs, authorized },
+          idOf: (stored) => cursorOfEvent(cursors, grant.contract, stored),
+        })
+        // The store names the position `after`; resumed from the header, the header is what was wrong.
+        .catch((error: unknown) => {
+          throw resumeFrom !== null && error instanceof ApiError && error.code === "VALIDATION_FAILED"
+            ? validationFailed([{ path: resumeFrom.path, message: "is not a cursor returned by this service" }])
+            : error;
+        });
       return (
         reply
           .header("content-type", "text/event-stream; charset=utf-8")

@@ -166,17 +166,25 @@ export async function purgeEvents(db: Queryable, beforeMs: number, limit: number
   return rowCount ?? 0;
 }
 
-/** The secret stored under `name`, created at first use (see EventsStore.serverSecret); concurrent first uses keep one. */
+/**
+ * The secret stored under `name`, created at first use (see EventsStore.serverSecret): read first,
+ * so a read-only replica serves one it holds; concurrent first uses keep the one inserted first.
+ */
 export async function serverSecret(db: Queryable, name: string): Promise<Buffer> {
+  const read = async () =>
+    (
+      await db.query<{ secret: Buffer }>({
+        name: "pl-server-secret",
+        text: "SELECT secret FROM server_secrets WHERE name = $1",
+        values: [name],
+      })
+    ).rows[0]?.secret;
+  const stored = await read();
+  if (stored) return stored;
   await db.query({
     name: "pl-create-server-secret",
     text: "INSERT INTO server_secrets (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
     values: [name, randomBytes(32)],
   });
-  const { rows } = await db.query<{ secret: Buffer }>({
-    name: "pl-server-secret",
-    text: "SELECT secret FROM server_secrets WHERE name = $1",
-    values: [name],
-  });
-  return rows[0]!.secret;
+  return (await read())!;
 }

@@ -132,8 +132,14 @@ export function purgeEvents(db: SqliteDb, beforeMs: number, limit: number): numb
   return deleted;
 }
 
-/** The secret stored under `name`, created at first use (see EventsStore.serverSecret). */
+/**
+ * The secret stored under `name`, created at first use (see EventsStore.serverSecret); read
+ * before writing, so a database opened read-only still serves a secret it already holds.
+ */
 export function serverSecret(db: SqliteDb, name: string): Buffer {
+  const read = () => statement(db, "SELECT secret FROM server_secrets WHERE name = ?").pluck(true).get(name) as Buffer | undefined;
+  const stored = read();
+  if (stored) return stored;
   statement(db, "INSERT INTO server_secrets (name, secret) VALUES (?, ?) ON CONFLICT (name) DO NOTHING").run(name, randomBytes(32));
-  return statement(db, "SELECT secret FROM server_secrets WHERE name = ?").pluck(true).get(name) as Buffer;
+  return read()!;
 }

@@ -83,7 +83,7 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
     onCommittedEvents: () => () => undefined,
     listEvents: async (query) => db.transaction(() => listEvents(db, query))(),
     purgeEvents: async (beforeMs, limit) => db.transaction(() => purgeEvents(db, beforeMs, limit)).immediate(),
-    serverSecret: async (name) => db.transaction(() => serverSecret(db, name)).immediate(),
+    serverSecret: async (name) => serverSecret(db, name),
     listTransfers: async (contract, query) => listTransfers(db, contract, query),
     listAccountBalances: async (query) => listAccountBalances(db, query),
     ...snapshotOperations(options.path, () => db),
