@@ -198,13 +198,18 @@ class EventStream {
       this.send(`retry: ${RECONNECT_DELAY_MS}\n\n`);
       let page = first;
       while (page.kind === "page" && !this.stopped) {
-        for (const stored of page.events) {
-          if (!this.send(frameOf(this.start.idOf(stored), stored))) await this.drained();
-          if (this.stopped) return;
-        }
-        if (!page.hasMore) await this.sleep(EVENT_STREAM_POLL_MS);
+        const stoppedAt = this.sendPage(page);
+        const { hasMore } = page;
+        let position = page.position;
+        if (stoppedAt !== null) {
+          // The client is not taking what was sent: hold nothing more (the rest of the page is
+          // dropped) until the socket drains, then read on from the last event sent.
+          position = stoppedAt;
+          page = { kind: "expired" };
+          await this.drained();
+        } else if (!hasMore) await this.sleep(EVENT_STREAM_POLL_MS);
         if (this.stopped || !(await this.stillAuthorized())) return;
-        page = await this.streams.readPage(this.start.query, page.position);
+        page = await this.streams.readPage(this.start.query, position);
       }
       // The position expired while the client was connected (a purge passed it): ending the
       // stream makes it reconnect, and the reconnection answers 410.
@@ -213,6 +218,16 @@ class EventStream {
     } finally {
       this.stop();
     }
+  }
+
+  /** Writes the page's events until the body asks to wait; returns the position of the last one written then, null when all were. */
+  private sendPage(page: Extract<EventPage, { kind: "page" }>): string | null {
+    for (const [index, stored] of page.events.entries()) {
+      if (this.stopped) return null;
+      if (!this.send(frameOf(this.start.idOf(stored), stored)) && index < page.events.length - 1) return stored.position;
+    }
+    if (this.body.writableNeedDrain && page.events.length > 0) return page.events.at(-1)!.position;
+    return null;
   }
 
   /**
