@@ -119,9 +119,9 @@ export class EventStreams {
       release();
       throw new ApiError("CURSOR_EXPIRED");
     }
-    const stream = new EventStream(this, start, this.options);
+    const stream = new EventStream(this, start, first, this.options);
     this.open.add(stream);
-    void stream.run(first).finally(() => {
+    void stream.run().finally(() => {
       this.open.delete(stream);
       release();
     });
@@ -184,6 +184,8 @@ class EventStream {
   constructor(
     private readonly streams: EventStreams,
     private readonly start: StreamStart,
+    /** Handed to run() and dropped here, so a stalled stream holds no page (a parameter might stay reachable). */
+    private firstPage: EventPage | null,
     private readonly options: StreamOptions,
   ) {
     // Fastify destroys the body when the client goes away; that ends the polling too.
@@ -193,21 +195,22 @@ class EventStream {
     this.endAtExpiry(start.holder.expiresAtMs);
   }
 
-  async run(first: EventPage): Promise<void> {
+  async run(): Promise<void> {
     try {
       this.send(`retry: ${RECONNECT_DELAY_MS}\n\n`);
-      let page = first;
-      while (page.kind === "page" && !this.stopped) {
+      // null while waiting for drain: a stalled stream holds no page.
+      let page: EventPage | null = this.firstPage;
+      this.firstPage = null;
+      while (page !== null && page.kind === "page" && !this.stopped) {
         const stoppedAt = this.sendPage(page);
-        const { hasMore } = page;
         let position = page.position;
         if (stoppedAt !== null) {
-          // The client is not taking what was sent: hold nothing more (the rest of the page is
-          // dropped) until the socket drains, then read on from the last event sent.
+          // The client is not taking what was sent: drop the rest of the page until the socket
+          // drains, then read on from the last event sent.
           position = stoppedAt;
-          page = { kind: "expired" };
+          page = null;
           await this.drained();
-        } else if (!hasMore) await this.sleep(EVENT_STREAM_POLL_MS);
+        } else if (!page.hasMore) await this.sleep(EVENT_STREAM_POLL_MS);
         if (this.stopped || !(await this.stillAuthorized())) return;
         page = await this.streams.readPage(this.start.query, position);
       }
