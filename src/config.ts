@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { MAX_FINALIZE_SECONDS_LIMIT, MAX_TRANSFERS_PER_BATCH_LIMIT } from "./domain/limits.js";
+import { DEFAULT_EVENT_STREAMS_PER_CONTRACT, DEFAULT_EVENT_STREAMS_PER_TOKEN, MAX_EVENT_STREAMS } from "./domain/limits.js";
 import { ASSET_PATTERN, DEFAULT_BALANCE_ASSETS, DEFAULT_POINT_TYPES, POINT_TYPE_PATTERN, type PointType } from "./domain/batch.js";
 import { parsePoints } from "./domain/points.js";
 
@@ -70,6 +71,9 @@ export interface Config {
   publicUrl: string | null;
   /** EVENT_STREAM_KEEPALIVE_MS: how often an idle event stream sends a comment line (proxies close silent connections). */
   eventStreamKeepAliveMs: number;
+  /** MAX_EVENT_STREAMS_PER_CONTRACT, MAX_EVENT_STREAMS_PER_TOKEN: open event streams per contract and per token in a process (1 to MAX_EVENT_STREAMS). */
+  maxEventStreamsPerContract: number;
+  maxEventStreamsPerToken: number;
 }
 
 export class ConfigError extends Error {
@@ -280,5 +284,14 @@ export function loadConfig(env: Env = process.env): Config {
     eventRetentionDays: readInt(env, "EVENT_RETENTION_DAYS", DEFAULT_EVENT_RETENTION_DAYS, 1, 3650),
     eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
     publicUrl: readPublicUrl(env),
+    ...readEventStreamCaps(env),
+  };
+}
+
+/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream. */
+function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken"> {
+  return {
+    maxEventStreamsPerContract: readInt(env, "MAX_EVENT_STREAMS_PER_CONTRACT", DEFAULT_EVENT_STREAMS_PER_CONTRACT, 1, MAX_EVENT_STREAMS),
+    maxEventStreamsPerToken: readInt(env, "MAX_EVENT_STREAMS_PER_TOKEN", DEFAULT_EVENT_STREAMS_PER_TOKEN, 1, MAX_EVENT_STREAMS),
   };
 }

@@ -137,7 +137,12 @@ describe("GET /v1/contracts/{c}/events/stream", () => {
   });
 
   it("bounds open streams per process, and they never take the in-flight request slots", async () => {
-    await start({ MAX_IN_FLIGHT_REQUESTS: "4" });
+    // The per-contract and per-token shares at the process bound, to reach it with one token (stream-hardening.test.ts tests the shares).
+    await start({
+      MAX_IN_FLIGHT_REQUESTS: "4",
+      MAX_EVENT_STREAMS_PER_CONTRACT: String(MAX_EVENT_STREAMS),
+      MAX_EVENT_STREAMS_PER_TOKEN: String(MAX_EVENT_STREAMS),
+    });
     const open = [];
     for (let i = 0; i < MAX_EVENT_STREAMS; i++) open.push(await stream());
     for (const sse of open) expect(sse.status).toBe(200);

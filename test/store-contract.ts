@@ -732,8 +732,8 @@ function authTests({ store, freshWindow }: Fixture): void {
     });
 
     it("keeps the first challenge key stored and hands it to every later caller", async () => {
-      const first = await store.challengeKey(randomBytes(32));
-      const second = await store.challengeKey(randomBytes(32));
+      const first = await store.serverKey("challenge", randomBytes(32));
+      const second = await store.serverKey("challenge", randomBytes(32));
       expect(first).toHaveLength(32);
       expect(second.equals(first)).toBe(true);
     });

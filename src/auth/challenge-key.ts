@@ -4,6 +4,8 @@ import type { AuthStore } from "../store/store.js";
 
 /** 256 bits: the HMAC-SHA256 key length (RFC 2104 §3 recommends at least the output length). */
 export const CHALLENGE_KEY_BYTES = 32;
+/** Its row in server_keys. */
+const CHALLENGE_KEY_NAME = "challenge";
 
 /**
  * The key that seals challenges (challenge-data.ts), read from the database once per process.
@@ -12,11 +14,11 @@ export const CHALLENGE_KEY_BYTES = 32;
  * stores a random key, and an instance that loses that race reads the winner's (the store's
  * insert keeps the first). A failed read is not cached: the next request tries again.
  */
-export function challengeKeyOf(store: Pick<AuthStore, "challengeKey">): () => Promise<Buffer> {
+export function challengeKeyOf(store: Pick<AuthStore, "serverKey">): () => Promise<Buffer> {
   let key: Promise<Buffer> | null = null;
   return () => {
     key ??= store
-      .challengeKey(randomBytes(CHALLENGE_KEY_BYTES))
+      .serverKey(CHALLENGE_KEY_NAME, randomBytes(CHALLENGE_KEY_BYTES))
       .then((stored) => {
         // A short key (a row edited by hand) would make challenges forgeable: refuse to sign in with it.
         assertInvariant(

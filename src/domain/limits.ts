@@ -74,3 +74,22 @@ export const MAX_CONCURRENT_STREAMED_READS = 4;
 
 /** Retry-After of a streamed read refused by MAX_CONCURRENT_STREAMED_READS: a dump takes seconds. */
 export const STREAMED_READ_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * An events cursor with nothing new after it is given back unchanged, so an idle stream's cursor
+ * says nothing about other tenants' writes; once it is this old, the answer moves it to the head
+ * of the log instead (a new cursor, its issue time sealed in it), so a quiet stream's cursor
+ * never falls behind the retained events (EVENT_RETENTION_DAYS, at least a day).
+ */
+export const EVENT_CURSOR_REFRESH_MS = 3_600_000;
+
+/** Event streams one process keeps open at once; past it, 503 (each costs a connection and a poll). */
+export const MAX_EVENT_STREAMS = 100;
+/**
+ * Defaults of MAX_EVENT_STREAMS_PER_CONTRACT and MAX_EVENT_STREAMS_PER_TOKEN (src/config.ts): the
+ * streams one contract, and one bearer token or API key, may hold open in a process. Below
+ * MAX_EVENT_STREAMS, so one tenant cannot take every slot (its next is 429 with Retry-After).
+ * A console tab holds one; a backend a few.
+ */
+export const DEFAULT_EVENT_STREAMS_PER_CONTRACT = 10;
+export const DEFAULT_EVENT_STREAMS_PER_TOKEN = 5;

@@ -6,6 +6,8 @@ import type { BatchPosition } from "../store/store.js";
  * clients. Keyset paging visits every matching batch once even while new batches arrive.
  */
 const CURSOR_TEXT = /^(\d{1,15})\.(\d{1,19})$/;
+/** Sequence numbers are the databases' 64-bit signed integers: a larger one was never given out (and binding it fails). */
+export const MAX_CURSOR_SEQ = 2n ** 63n - 1n;
 
 export function encodeCursor(position: BatchPosition): string {
   return Buffer.from(`${position.createdAtMs}.${position.seq}`).toString("base64url");
@@ -13,6 +15,7 @@ export function encodeCursor(position: BatchPosition): string {
 
 export function decodeCursor(cursor: string): BatchPosition {
   const match = /^[A-Za-z0-9_-]+$/.test(cursor) ? CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString()) : null;
-  if (!match) throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
+  if (!match || BigInt(match[2]!) > MAX_CURSOR_SEQ)
+    throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
   return { createdAtMs: Number(match[1]), seq: match[2]! };
 }

@@ -197,7 +197,7 @@ export const responseDocs = {
         data: { batch: exampleBatch },
       },
     ],
-    cursor: "ZXYxOjQ",
+    cursor: "Ahgzn1uXPW1nGJsDWnz7DcibhmYR_ILiLoP1ayAGoHgEMKGFKjUbZo9TSfe3K5eKQGRXxLzqhQy93LikiZQ",
     hasMore: false,
   }),
   webhookCreated: ok("The endpoint, and its signing secret (shown only here and on rotation).", {
@@ -315,7 +315,7 @@ export function balancesDocs(config: Pick<Config, "pointTypes" | "balanceAssets"
 export const streamExample = [
   "retry: 1000",
   "",
-  "id: ZXYxOjQ",
+  "id: Ahgzn1uXPW1nGJsDWnz7DcibhmYR_ILiLoP1ayAGoHgEMKGFKjUbZo9TSfe3K5eKQGRXxLzqhQy93LikiZQ",
   "event: batch.accepted",
   `data: {"id":"${EVENT_ID}","type":"batch.accepted","contractAddress":"${CONTRACT}","occurredAt":"${CREATED_AT}","data":{"batch":{"id":"${BATCH_ID}",…}}}`,
   "",

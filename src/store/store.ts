@@ -123,6 +123,11 @@ export interface EventQuery {
   /** Only these types; null: all. */
   types: readonly EventType[] | null;
   limit: number;
+  /**
+   * `after` came from an unauthenticated cursor (the old `ev1:` form): refuse one past the newest
+   * event (VALIDATION_FAILED), which the service never gave out and which would hide events.
+   */
+  verifyAfter?: boolean;
 }
 
 export interface StoredEvent {
@@ -243,10 +248,12 @@ export interface AuthStore {
   /** Every registered contract by address, one keyset page (on the operators primary key). */
   listOperators(query: OperatorQuery): Promise<OperatorPage>;
   /**
-   * The key that seals challenges: the stored one, or `candidate` stored now if there is none.
-   * Instances racing to store theirs all get the same one back (the first insert wins).
+   * The service's own key stored under `name` (server_keys): the stored one, or `candidate` stored
+   * now if there is none. Read first, so a read-only database that holds one still serves it;
+   * instances racing to store theirs all get the same one back (the first insert wins). The same
+   * in every process of a deployment and after restarts (sign-in challenges, events cursors).
    */
-  challengeKey(candidate: Buffer): Promise<Buffer>;
+  serverKey(name: string, candidate: Buffer): Promise<Buffer>;
   /**
    * Records a challenge's nonce as used until `expiresAtMs`; true when it was not used before.
    * Atomic across every process on the database: of concurrent calls for one nonce, one gets true.

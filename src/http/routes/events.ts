@@ -1,4 +1,4 @@
-import { PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
+import { EVENT_CURSOR_REFRESH_MS, PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Static } from "@sinclair/typebox";
@@ -6,9 +6,10 @@ import { bearerTokenOf, hashToken } from "../../auth/tokens.js";
 import type { AddressKey } from "../../domain/address.js";
 import { ApiError, validationFailed, type FieldError } from "../../domain/errors.js";
 import { STREAM_EVENT_TYPES, eventJson, type EventType } from "../../domain/events.js";
-import type { EventQuery } from "../../store/store.js";
+import type { EventQuery, StoredEvent } from "../../store/store.js";
 import type { ApiInstance, AppContext } from "../context.js";
-import { decodeEventCursor, encodeEventCursor } from "../event-cursor.js";
+import { ServerKeys } from "../cursor-key.js";
+import { EventCursors, type CursorScope, type DecodedEventCursor } from "../event-cursor.js";
 import { EventStreams } from "../event-stream.js";
 import { ContractParams, EventResponses, EventStreamQuery, EventsQuery, responses, textResponse } from "../schemas.js";
 import { streamExample } from "../openapi-docs.js";
@@ -36,13 +37,32 @@ const streamsByApp = new WeakMap<AppContext, EventStreams>();
 function streamsOf(ctx: AppContext, app: FastifyInstance): EventStreams {
   let streams = streamsByApp.get(ctx);
   if (!streams) {
-    const created = new EventStreams({ store: ctx.store, keepAliveMs: ctx.config.eventStreamKeepAliveMs, log: app.log });
+    const created = new EventStreams({
+      store: ctx.store,
+      keepAliveMs: ctx.config.eventStreamKeepAliveMs,
+      maxPerContract: ctx.config.maxEventStreamsPerContract,
+      maxPerToken: ctx.config.maxEventStreamsPerToken,
+      nowMs: () => ctx.clock.now(),
+      log: app.log,
+    });
     const unsubscribe = ctx.store.onCommittedEvents(() => created.notify());
     app.addHook("onClose", async () => unsubscribe());
     streamsByApp.set(ctx, created);
     streams = created;
   }
   return streams;
+}
+
+/** The cursor sealing of one app (its keys are read from the store once, at the first use). */
+const keysByApp = new WeakMap<AppContext, ServerKeys>();
+
+function cursorsOf(ctx: AppContext): Promise<EventCursors> {
+  let keys = keysByApp.get(ctx);
+  if (!keys) {
+    keys = new ServerKeys(ctx.store);
+    keysByApp.set(ctx, keys);
+  }
+  return EventCursors.load(keys);
 }
 
 /** GET /v1/contracts/{c}/events and …/events/stream; registered in the contract scope. */
@@ -94,7 +114,7 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
         querystring: EventStreamQuery,
         // Errors are JSON, answered before the stream starts; the 200 is the stream.
         response: {
-          ...responses(EventResponses.page, 400, 401, 403, 410, 503),
+          ...responses(EventResponses.page, 400, 401, 403, 410, 429, 503),
           200: textResponse("text/event-stream", "The event stream.", streamExample),
         },
       },
@@ -102,11 +122,25 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
     async (request, reply) => {
       const lastEventId = request.headers["last-event-id"];
       const resumeFrom = typeof lastEventId === "string" && lastEventId !== "" ? { cursor: lastEventId, path: "Last-Event-ID" } : null;
-      const { after, types } = parseQuery(request.query, STREAM_EVENT_TYPES, resumeFrom);
-      // The contract hook has checked the token; the stream checks it again now and then.
+      const grant = request.grant!;
+      const cursors = await cursorsOf(ctx);
+      const { after, types } = parseQuery(cursors, grant.contract, request.query, STREAM_EVENT_TYPES, resumeFrom);
+      // The contract hook has checked the token; the stream checks it again now and then, and ends at its expiry.
       const tokenHash = hashToken(bearerTokenOf(request.headers.authorization) ?? "");
-      const authorized = async () => (await ctx.store.findToken(tokenHash, ctx.clock.now())) !== null;
-      const body = await streams.start({ stream: request.grant!.contract, types: types ?? STREAM_EVENT_TYPES }, after, authorized);
+      const authorized = async () => (await ctx.store.findToken(tokenHash, ctx.clock.now()))?.expiresAtMs ?? null;
+      const body = await streams
+        .start({
+          query: { stream: grant.contract, types: types ?? STREAM_EVENT_TYPES },
+          after: after === null ? null : { position: after.position, verify: after.issuedAtMs === null },
+          holder: { contract: grant.contract, token: tokenHash.toString("hex"), expiresAtMs: grant.expiresAtMs, authorized },
+          idOf: (stored) => cursorOfEvent(cursors, grant.contract, stored),
+        })
+        // The store names the position `after`; resumed from the header, the header is what was wrong.
+        .catch((error: unknown) => {
+          throw resumeFrom !== null && error instanceof ApiError && error.code === "VALIDATION_FAILED"
+            ? validationFailed([{ path: resumeFrom.path, message: "is not a cursor returned by this service" }])
+            : error;
+        });
       return (
         reply
           .header("content-type", "text/event-stream; charset=utf-8")
@@ -123,10 +157,12 @@ type PageQuery = Static<typeof EventsQuery>;
 
 /** `stream` null: every stream (admin). A contract's listing never shows events off its stream's types (webhook.test). */
 async function readPage(ctx: AppContext, stream: AddressKey | null, query: PageQuery, allowed: readonly EventType[]) {
-  const { after, types } = parseQuery(query, allowed, null);
+  const cursors = await cursorsOf(ctx);
+  const { after, types } = parseQuery(cursors, stream, query, allowed, null);
   const listed: EventQuery = {
     stream,
-    after,
+    after: after?.position ?? null,
+    verifyAfter: after !== null && after.issuedAtMs === null,
     types: types ?? (stream === null ? null : STREAM_EVENT_TYPES),
     limit: query.limit ?? PAGE_LIMIT_DEFAULT,
   };
@@ -136,23 +172,51 @@ async function readPage(ctx: AppContext, stream: AddressKey | null, query: PageQ
       "CURSOR_EXPIRED",
       "the cursor is older than the retained events (EVENT_RETENTION_DAYS); start again without `after`",
     );
+  const last = page.events.at(-1);
   return {
     success: true as const,
     events: page.events.map((stored) => eventJson(stored.event)),
-    cursor: encodeEventCursor(page.position),
+    cursor: last ? cursorOfEvent(cursors, stream, last) : quietCursor(ctx, cursors, stream, query.after, after, page.position),
     hasMore: page.hasMore,
   };
 }
 
+/** The cursor after an event: where it sits in the log, sealed with when it occurred. */
+function cursorOfEvent(cursors: EventCursors, scope: CursorScope, stored: StoredEvent): string {
+  return cursors.encode(scope, stored.position, stored.event.occurredAtMs);
+}
+
+/**
+ * The cursor of a page without events. The one asked with, unchanged, so an idle reader's cursor
+ * does not move while other tenants write; once it is EVENT_CURSOR_REFRESH_MS old (or of the first
+ * form, or absent), the store's position instead, the head of the log when the page read
+ * everything there is: a quiet reader's cursor never falls behind the retained events. Such a
+ * cursor is salted, so it differs from every other whether or not others wrote.
+ */
+function quietCursor(
+  ctx: AppContext,
+  cursors: EventCursors,
+  scope: CursorScope,
+  asked: string | undefined,
+  after: DecodedEventCursor | null,
+  position: string,
+): string {
+  const nowMs = ctx.clock.now();
+  if (asked !== undefined && after?.issuedAtMs != null && nowMs - after.issuedAtMs < EVENT_CURSOR_REFRESH_MS) return asked;
+  return cursors.encode(scope, position, nowMs, true);
+}
+
 /** The position to read after and the types asked for (null: all), every malformed field named at once. */
 function parseQuery(
+  cursors: EventCursors,
+  scope: CursorScope,
   query: { after?: string; types?: string },
   allowed: readonly EventType[],
   resumeFrom: { cursor: string; path: string } | null,
-): { after: string | null; types: EventType[] | null } {
+): { after: DecodedEventCursor | null; types: EventType[] | null } {
   const errors: FieldError[] = [];
   const cursor = resumeFrom ?? (query.after === undefined ? null : { cursor: query.after, path: "after" });
-  const after = cursor === null ? null : decodeEventCursor(cursor.cursor);
+  const after = cursor === null ? null : cursors.decode(scope, cursor.cursor);
   if (cursor !== null && after === null) errors.push({ path: cursor.path, message: "is not a cursor returned by this service" });
   const types = query.types === undefined ? null : typesOf(query.types, allowed, errors);
   if (errors.length > 0) throw validationFailed(errors);

@@ -10,6 +10,7 @@ import { requireAddress } from "../../domain/validate.js";
 import { availableOf, type AccountQuery, type TransferPosition, type TransferQuery, type TransferRow } from "../../store/store.js";
 import type { AppContext } from "../context.js";
 import { csvRow } from "../csv.js";
+import { MAX_CURSOR_SEQ } from "../cursor.js";
 import { balancesJson } from "../present.js";
 import {
   AddressParams,
@@ -162,6 +163,8 @@ function transferJson(transfer: TransferRow) {
  * MAX_TRANSFERS_SCANNED_PER_PAGE, the last one examined: the same form, so cursors issued before
  * the bound existed still work.
  */
+/** PostgreSQL's transfers.idx is an INTEGER; a batch holds at most MAX_TRANSFERS_PER_BATCH_LIMIT anyway. */
+const MAX_TRANSFER_INDEX = 2 ** 31 - 1;
 const TRANSFER_CURSOR_TEXT = /^(\d{1,15})\.(\d{1,19})\.(\d{1,9})$/;
 
 function encodeTransferCursor(position: TransferPosition): string {
@@ -170,7 +173,9 @@ function encodeTransferCursor(position: TransferPosition): string {
 
 function decodeTransferCursor(cursor: string): TransferPosition {
   const match = TRANSFER_CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString());
-  if (!match) throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
+  // Every part within the columns' range (seq a 64-bit integer, the index a 32-bit one): else never given out.
+  if (!match || BigInt(match[2]!) > MAX_CURSOR_SEQ || Number(match[3]) > MAX_TRANSFER_INDEX)
+    throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
   return { createdAtMs: Number(match[1]), seq: match[2]!, index: Number(match[3]) };
 }
 

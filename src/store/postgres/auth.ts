@@ -68,20 +68,21 @@ export async function listOperators(db: Queryable, query: OperatorQuery): Promis
  * The stored challenge key, or `candidate` stored now. Read first, so a database that has one is
  * not written to; of instances racing to store theirs, the first insert wins and all read it.
  */
-export async function readOrStoreChallengeKey(db: Queryable, candidate: Buffer): Promise<Buffer> {
+export async function readOrStoreServerKey(db: Queryable, name: string, candidate: Buffer): Promise<Buffer> {
   const read = async () => {
     const { rows } = await db.query<{ secret: Buffer }>({
-      name: "pl-read-challenge-key",
-      text: "SELECT secret FROM server_keys WHERE name = 'challenge'",
+      name: "pl-read-server-key",
+      text: "SELECT secret FROM server_keys WHERE name = $1",
+      values: [name],
     });
     return rows[0]?.secret;
   };
   const stored = await read();
   if (stored) return stored;
   await db.query({
-    name: "pl-store-challenge-key",
-    text: "INSERT INTO server_keys (name, secret) VALUES ('challenge', $1) ON CONFLICT (name) DO NOTHING",
-    values: [candidate],
+    name: "pl-store-server-key",
+    text: "INSERT INTO server_keys (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+    values: [name, candidate],
   });
   return (await read())!;
 }

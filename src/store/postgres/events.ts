@@ -20,6 +20,9 @@ import { fanOutDeliveries } from "./webhooks.js";
 
 const POSITION = /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,18})$/;
 const BEGINNING = "0.0";
+/** xid8 is unsigned 64-bit, seq a bigint: a larger part was never given out (and PostgreSQL refuses it). */
+const MAX_TX = 2n ** 64n - 1n;
+const MAX_SEQ = 2n ** 63n - 1n;
 
 /**
  * Appends `events` inside the caller's transaction (the transition's own), in one statement, and
@@ -66,9 +69,11 @@ function toStoredEvent(row: EventRow): StoredEvent {
   };
 }
 
+const neverGivenOut = () => validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
+
 function parsePosition(after: string | null): [string, string] {
   const match = POSITION.exec(after ?? BEGINNING);
-  if (!match) throw validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
+  if (!match || BigInt(match[1]!) > MAX_TX || BigInt(match[2]!) > MAX_SEQ) throw neverGivenOut();
   return [match[1]!, match[2]!];
 }
 
@@ -119,6 +124,9 @@ export async function listEvents(db: Queryable, query: EventQuery): Promise<Even
   const events = (hasMore ? found.slice(0, query.limit) : found).map(toStoredEvent);
   let position = events.at(-1)?.position ?? query.after ?? `${purged[0]}.${purged[1]}`;
   const newest = rows[0]?.newest ?? null;
+  // An unauthenticated (old-form) position past every visible event was never given out: it
+  // would hide the events written until the log reached it.
+  if (query.verifyAfter === true && !hasMore && before(newest === null ? purged : parsePosition(newest), after)) throw neverGivenOut();
   if (!hasMore && newest !== null && before(parsePosition(position), parsePosition(newest))) position = newest;
   return { kind: "page", events, position, hasMore };
 }

@@ -11,7 +11,7 @@ import {
   listOperators,
   lookupToken,
   readOperator,
-  readOrStoreChallengeKey,
+  readOrStoreServerKey,
   writeOperator,
 } from "./auth.js";
 import {
@@ -74,7 +74,7 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
     finalizeDue: (nowMs, limit, onFailure) => run(() => finalizeDue(pool, nowMs, limit, onFailure)),
     nextFinalizeAtMs: () => run(() => nextFinalizeAtMs(pool)),
     countFailingBatches: () => run(() => countFailingBatches(pool)),
-    challengeKey: (candidate) => run(() => readOrStoreChallengeKey(pool, candidate)),
+    serverKey: (name, candidate) => run(() => readOrStoreServerKey(pool, name, candidate)),
     useChallengeNonce: (nonce, expiresAtMs) => run(() => insertUsedNonce(pool, nonce, expiresAtMs)),
     createToken: (token) => run(() => insertToken(pool, token)),
     findToken: (tokenHash, nowMs) => run(() => lookupToken(pool, tokenHash, nowMs)),

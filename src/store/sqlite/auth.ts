@@ -49,11 +49,11 @@ export function listOperators(db: SqliteDb, query: OperatorQuery): OperatorPage 
  * The stored challenge key, or `candidate` stored now. Read first, so a database that has one is
  * not written to; of processes racing to store theirs, the first insert wins and all read it.
  */
-export function readOrStoreChallengeKey(db: SqliteDb, candidate: Buffer): Buffer {
-  const read = () => statement(db, "SELECT secret FROM server_keys WHERE name = 'challenge'").pluck(true).get() as Buffer | undefined;
+export function readOrStoreServerKey(db: SqliteDb, name: string, candidate: Buffer): Buffer {
+  const read = () => statement(db, "SELECT secret FROM server_keys WHERE name = ?").pluck(true).get(name) as Buffer | undefined;
   const stored = read();
   if (stored) return stored;
-  statement(db, "INSERT INTO server_keys (name, secret) VALUES ('challenge', ?) ON CONFLICT (name) DO NOTHING").run(candidate);
+  statement(db, "INSERT INTO server_keys (name, secret) VALUES (?, ?) ON CONFLICT (name) DO NOTHING").run(name, candidate);
   return read()!;
 }
 

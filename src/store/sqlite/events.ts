@@ -12,6 +12,8 @@ import { fanOutDeliveries } from "./webhooks.js";
  */
 
 const POSITION = /^(0|[1-9][0-9]{0,18})$/;
+/** SQLite's INTEGER: a longer position was never given out (and binding it throws "too big"). */
+const MAX_SEQ = 2n ** 63n - 1n;
 
 /**
  * Appends `events` inside the caller's transaction (the transition's own), and queues a webhook
@@ -60,9 +62,11 @@ function toStoredEvent(row: EventRow): StoredEvent {
   };
 }
 
+const neverGivenOut = () => validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
+
 function parsePosition(after: string | null): bigint {
   if (after === null) return 0n;
-  if (!POSITION.test(after)) throw validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
+  if (!POSITION.test(after) || BigInt(after) > MAX_SEQ) throw neverGivenOut();
   return BigInt(after);
 }
 
@@ -96,6 +100,9 @@ export function listEvents(db: SqliteDb, query: EventQuery): EventPage {
   // event of all, so a reader of a quiet stream (or of a filter) moves on and its cursor never
   // falls behind the retained events. The caller runs this in one read transaction.
   const newest = hasMore ? null : (statement(db, "SELECT MAX(seq) FROM events").pluck(true).get() as bigint | null);
+  // An unauthenticated (old-form) position past every event was never given out: it would hide
+  // the events written until the log reached it.
+  if (query.verifyAfter === true && !hasMore && after > (newest ?? purged)) throw neverGivenOut();
   const position = newest !== null && newest > after ? newest.toString() : (events.at(-1)?.position ?? query.after ?? purged.toString());
   return { kind: "page", events, position, hasMore };
 }

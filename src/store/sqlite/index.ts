@@ -11,7 +11,7 @@ import {
   listOperators,
   lookupToken,
   readOperator,
-  readOrStoreChallengeKey,
+  readOrStoreServerKey,
   writeOperator,
 } from "./auth.js";
 import {
@@ -72,7 +72,7 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
     finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(db, nowMs, limit, onFailure),
     nextFinalizeAtMs: async () => nextFinalizeAtMs(db),
     countFailingBatches: async () => countFailingBatches(db),
-    challengeKey: async (candidate) => readOrStoreChallengeKey(db, candidate),
+    serverKey: async (name, candidate) => readOrStoreServerKey(db, name, candidate),
     useChallengeNonce: async (nonce, expiresAtMs) => insertUsedNonce(db, nonce, expiresAtMs),
     createToken: async (token) => insertToken(db, token),
     findToken: async (tokenHash, nowMs) => lookupToken(db, tokenHash, nowMs),

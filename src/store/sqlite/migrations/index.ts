@@ -298,7 +298,8 @@ export const MIGRATIONS: Migration[] = [
   {
     // Sign-in challenges carry themselves (src/auth/challenge-data.ts): issuing one stores nothing,
     // so strangers asking for them use up nothing of an operator's. What is stored instead: the key
-    // that seals them (one row, written by the first process that needs it; auth.ts), and the
+    // that seals them (one row of server_keys, written by the first process that needs it; auth.ts;
+    // the events cursor's root key is another row, src/http/cursor-key.ts), and the
     // nonce of each challenge someone tried to solve, until it expires (single use). Pending
     // challenges of the old table are dropped: their holders ask for a new one.
     version: 10,

@@ -1,0 +1,40 @@
+import { hkdfSync, randomBytes } from "node:crypto";
+import type { AuthStore } from "../store/store.js";
+
+/**
+ * Keys of the service's own, derived from one random secret kept in the database (server_keys,
+ * created at first use): every process of a deployment and every restart derive the same keys,
+ * so a cursor issued by one instance is read by any other. Each purpose gets its own key (HKDF),
+ * so a key never serves two uses.
+ */
+
+/** What a key is for; a new use gets a new name, never an existing key. */
+export type ServerKeyPurpose = "events-cursor-encryption" | "events-cursor-nonce";
+
+/** The row of server_keys the keys derive from. */
+const ROOT_SECRET_NAME = "server-key-root";
+const KEY_BYTES = 32;
+
+export class ServerKeys {
+  private root: Promise<Buffer> | null = null;
+  private readonly keys = new Map<ServerKeyPurpose, Buffer>();
+
+  constructor(private readonly store: Pick<AuthStore, "serverKey">) {}
+
+  async getServerKey(purpose: ServerKeyPurpose): Promise<Buffer> {
+    const known = this.keys.get(purpose);
+    if (known) return known;
+    const key = Buffer.from(hkdfSync("sha256", await this.rootSecret(), Buffer.alloc(0), `points-ledger ${purpose}`, KEY_BYTES));
+    this.keys.set(purpose, key);
+    return key;
+  }
+
+  /** Read once per process; a failed read (database down) is tried again by the next request. */
+  private rootSecret(): Promise<Buffer> {
+    this.root ??= this.store.serverKey(ROOT_SECRET_NAME, randomBytes(KEY_BYTES)).catch((error: unknown) => {
+      this.root = null;
+      throw error;
+    });
+    return this.root;
+  }
+}
