@@ -152,6 +152,7 @@ const PAGES = [
   "docs/events.md",
   "docs/payouts.md",
   "docs/limits.md",
+  "docs/security.md",
   "docs/scaling.md",
   "docs/performance.md",
 ];
