@@ -150,7 +150,7 @@ describe("points-ledger webhooks", () => {
     expect(disabled.code, disabled.stderr).toBe(0);
     expect(JSON.parse(disabled.stdout)).toMatchObject({ id: endpoint.id, disabled: true });
     const recovered = await cli("recover", endpoint.id, "--since", "2026-01-01T00:00:00Z");
-    expect(recovered.stderr).toMatch(/VALIDATION_FAILED \(HTTP 400\).*disabled/);
+    expect(recovered.stderr).toMatch(/VALIDATION_FAILED \(HTTP 400\)[\s\S]*disabled/);
     expect(recovered.code).toBe(1);
     expect((await cli("update", endpoint.id, "--enable")).code).toBe(0);
     const requeued = await cli("recover", endpoint.id, "--since", "2026-01-01T00:00:00Z");

@@ -95,12 +95,18 @@ describe.skipIf(!DATABASE_URL_TEST)("webhooks: three PostgreSQL instances share 
     for (let i = 0; i < INSTANCES; i++) servers.push(await startServerProcess(env));
     const hooked = await hookedContract(servers[0]!.url, adminToken, receiver.url);
 
-    const victim = servers[1]!;
     const loading = load(servers, hooked, "before");
-    // The kill must cut off deliveries the victim itself is sending: the receiver holds them.
-    const cutOff = await pollUntil("a delivery in flight from the victim", KILL_DEADLINE_MS, async () => {
-      const held = sentBy(victim, receiver.inFlight());
-      return held.length > 0 ? held.map((request) => request.webhookId) : undefined;
+    // The kill must cut off deliveries the victim itself is sending: the receiver holds them. The
+    // victim is an instance seen sending: the per-endpoint cap on sends in flight (counted across
+    // instances) lets whichever instance claims first keep the endpoint's slots, so which one
+    // sends is not known in advance.
+    const { victim, cutOff } = await pollUntil("a delivery in flight from an instance", KILL_DEADLINE_MS, async () => {
+      const inFlight = receiver.inFlight();
+      for (const server of servers) {
+        const held = sentBy(server, inFlight);
+        if (held.length > 0) return { victim: server, cutOff: held.map((request) => request.webhookId) };
+      }
+      return undefined;
     });
     expect((await victim.kill("SIGKILL")).signal).toBe("SIGKILL");
     await loading;
