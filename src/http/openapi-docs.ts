@@ -3,6 +3,7 @@ import type { Config } from "../config.js";
 import { ERROR_CATALOGUE, type ErrorCode, type ErrorDetailsByCode } from "../domain/errors.js";
 import { formatPoints, parsePoints } from "../domain/points.js";
 import { MAX_TRANSFERS_SCANNED_PER_PAGE } from "../domain/limits.js";
+import { pageSecurityHeaders } from "./security-headers.js";
 
 /**
  * What makes `/docs` readable on its own: the summary and description of every route, and an
@@ -500,20 +501,4 @@ export function documentRoute(route: RouteOptions): void {
  */
 /** sha256 of `.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}`. */
 const SWAGGER_LOGO_STYLE_HASH = "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='";
-const DOCS_CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  `style-src 'self' ${SWAGGER_LOGO_STYLE_HASH}`,
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
-
-export const DOCS_SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  "content-security-policy": DOCS_CONTENT_SECURITY_POLICY,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-};
+export const DOCS_SECURITY_HEADERS = pageSecurityHeaders([SWAGGER_LOGO_STYLE_HASH]);

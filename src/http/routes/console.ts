@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import fastifyStatic from "@fastify/static";
 import { notFound } from "../../domain/errors.js";
+import { pageSecurityHeaders } from "../security-headers.js";
 
 /**
  * GET /console: the operator console (src/console), built by `npm run build` into dist/console
@@ -13,16 +14,7 @@ import { notFound } from "../../domain/errors.js";
 /** dist/console, seen from this module built (dist/src/http/routes) or run from source (src/http/routes). */
 const BUILD_CANDIDATES = ["../../../console/", "../../../dist/console/"];
 
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join("; ");
+const SECURITY_HEADERS = pageSecurityHeaders();
 
 /** Hashed asset names change with their content: they may be cached for good. The page itself never is. */
 const ASSET_MAX_AGE_SECONDS = 365 * 24 * 3600;
@@ -49,11 +41,7 @@ export function consoleBuildDir(): string | null {
 }
 
 function secureHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header("content-security-policy", CONTENT_SECURITY_POLICY)
-    .header("x-content-type-options", "nosniff")
-    .header("referrer-policy", "no-referrer")
-    .header("x-frame-options", "DENY");
+  return reply.headers(SECURITY_HEADERS);
 }
 
 export async function consoleRoutes(app: FastifyInstance): Promise<void> {
@@ -80,8 +68,7 @@ export async function consoleRoutes(app: FastifyInstance): Promise<void> {
       maxAge: ASSET_MAX_AGE_SECONDS * 1000,
       immutable: true,
       setHeaders: (response) => {
-        response.header("content-security-policy", CONTENT_SECURITY_POLICY);
-        response.header("x-content-type-options", "nosniff");
+        response.headers(SECURITY_HEADERS);
       },
     });
   }
