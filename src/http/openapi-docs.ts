@@ -116,7 +116,12 @@ export function errorDocs(codes: readonly ErrorCode[]): SchemaDocs {
 
 export const challengeBodyDocs: SchemaDocs = { examples: [{ contractAddress: CONTRACT, operatorAddress: OPERATOR }] };
 export const solveBodyDocs: SchemaDocs = {
-  examples: [{ challengeData: "M7fksdnJT9GqVX8yaySqtA", signature: `0x${"5f".repeat(64)}1b` }],
+  examples: [
+    {
+      challengeData: "AUMAAAAAAAAAAAAAAAAAAAAAAAAE85_W5RqtiPb0zmq4gnJ5z_-5Imb_MtJ4-L8TuAouf-13lAUyAaITBfRoAaITCohIUmyk3GGsbhz-04MVwWfFbQ",
+      signature: `0x${"5f".repeat(64)}1b`,
+    },
+  ],
 };
 export const operatorBodyDocs: SchemaDocs = { examples: [{ operatorAddress: OPERATOR }] };
 
@@ -175,7 +180,7 @@ export const responseDocs = {
   }),
   batchList: ok("One page of batches; `cursor` is null on the last page.", { batches: [exampleBatch], cursor: "MTc5NTQ4MzY1NDI3NS4y" }),
   challenge: ok("A challenge: sign `message` (ERC-191 personal_sign) with the operator key.", {
-    challengeData: "M7fksdnJT9GqVX8yaySqtA",
+    challengeData: "AUMAAAAAAAAAAAAAAAAAAAAAAAAE85_W5RqtiPb0zmq4gnJ5z_-5Imb_MtJ4-L8TuAouf-13lAUyAaITBfRoAaITCohIUmyk3GGsbhz-04MVwWfFbQ",
     message: `points-ledger wants you to sign in as the operator of a contract.\n\nContract: ${CONTRACT}\nOperator: ${OPERATOR}\nNonce: da669bb6844ab47665353cd6b6fac39a\nIssued At: ${CREATED_AT}\nExpires At: 2026-11-21T10:05:00.000Z`,
   }),
   solved: ok("A bearer token for this contract's routes.", {
