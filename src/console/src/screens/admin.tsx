@@ -212,11 +212,13 @@ function RegisteredContracts({ admin }: { admin: PointsAdminClient }) {
             <tbody>
               {contracts.map((c) => (
                 <tr data-contract-address={c.contractAddress}>
-                  <td class="mono">{c.contractAddress}</td>
-                  <td class="mono" data-field="operator">
+                  <td data-label="Contract" class="mono">
+                    {c.contractAddress}
+                  </td>
+                  <td data-label="Operator" class="mono" data-field="operator">
                     {c.operatorAddress}
                   </td>
-                  <td>{shortTime(c.updatedAt)}</td>
+                  <td data-label="Set">{shortTime(c.updatedAt)}</td>
                 </tr>
               ))}
             </tbody>
