@@ -19,6 +19,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PointsAdminClient, PointsClient, type SnapshotTreeDump } from "../src/client/index.js";
 import { loadConfig } from "../src/config.js";
+import { addressMessage, pointsMessage } from "../src/domain/messages.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { displayPoints } from "../src/console/src/lib/amounts.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
@@ -219,8 +220,16 @@ describe.skipIf(!HAVE_CHROMIUM)("the admin console and payouts in Chromium", () 
     expect(await page.evaluate((key) => sessionStorage.getItem(key), SESSION_KEY)).toBeNull();
     expect(await page.getByTestId("session-subtitle").innerText()).toContain("no operator session");
     await page.locator(`tr[data-contract-address="${contract}"]`).waitFor({ timeout: WAIT_MS });
-    // A credit from the admin console reaches the ledger.
+    // A bad address or amount is refused before sending, in the words of the service's own messages.
     const credited = recipient(40);
+    await page.getByLabel("Address", { exact: true }).fill("0xabc");
+    await page.getByLabel("Points", { exact: true }).fill("1.2.3");
+    await page.getByRole("button", { name: "Credit points" }).click();
+    await page.getByText(`Address: ${addressMessage("0xabc")}`, { exact: true }).waitFor({ timeout: WAIT_MS });
+    await page.getByLabel("Address", { exact: true }).fill(credited.toLowerCase());
+    await page.getByRole("button", { name: "Credit points" }).click();
+    await page.getByText(`Points: ${pointsMessage("1.2.3")}`, { exact: true }).waitFor({ timeout: WAIT_MS });
+    // A credit from the admin console reaches the ledger.
     await page.getByLabel("Address", { exact: true }).fill(credited.toLowerCase());
     await page.getByLabel("Points", { exact: true }).fill("2.5");
     await page.getByRole("button", { name: "Credit points" }).click();

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { PointsAdminClient, type LedgerEvent, type Parameters } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
+import { addressMessage, pointsMessage } from "../../../domain/messages.js";
 import { parsePoints } from "../../../domain/points.js";
 import { shortTime, useConsole, useFail, useLoad } from "../context.js";
 import { displayPoints } from "../lib/amounts.js";
@@ -130,8 +131,8 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
           e.preventDefault();
           const { address, pointType, points, creditId, asset, block } = form(e);
           void act(async () => {
-            if (parseAddress(address!) === null) throw new Error("address is not a valid address");
-            if (parsePoints(points!) === null) throw new Error('points must be a decimal string like "12.5" (up to 12 decimals)');
+            if (parseAddress(address!) === null) throw new Error(`Address: ${addressMessage(address)}`);
+            if (parsePoints(points!) === null) throw new Error(`Points: ${pointsMessage(points)}`);
             const source = { asset: asset || undefined, block: block ? Number(block) : undefined };
             const done = await admin.credit(address!, creditId || crypto.randomUUID(), pointType!, points!, source);
             return `${done.created ? "Credited" : "Already credited (same content)"} ${displayPoints(points!)} ${pointType} to ${checksumAddress(parseAddress(address!)!)} as ${done.creditId}.`;
