@@ -112,11 +112,11 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
           });
         }}
       >
-        <label>
+        <label class="address-field">
           Contract
           <input name="contract" class="mono" defaultValue={defaultContract} />
         </label>
-        <label>
+        <label class="address-field">
           Operator address
           <input name="operator" class="mono" placeholder="0x…" />
         </label>
@@ -125,6 +125,7 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
       <h2>Registered contracts</h2>
       <RegisteredContracts key={contractsVersion} admin={admin} />
       <h2>Credit</h2>
+      <p class="muted">A retry with the same credit id credits once.</p>
       <form
         class="filters"
         onSubmit={(e) => {
@@ -139,7 +140,7 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
           });
         }}
       >
-        <label>
+        <label class="address-field">
           Address
           <input name="address" class="mono" defaultValue={defaultContract} />
         </label>
@@ -156,7 +157,7 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
           <input name="points" class="mono" inputMode="decimal" placeholder="1000" />
         </label>
         <label>
-          Credit id (optional; a retry with the same id credits once)
+          Credit id (optional)
           <input name="creditId" class="mono" />
         </label>
         <label>
