@@ -24,6 +24,7 @@ import { startServer, type RunningServer } from "../src/server.js";
 import { startReceiver } from "./helpers/webhook-receiver.js";
 import { displayPoints, sumPoints } from "../src/console/src/lib/amounts.js";
 import { MAX_TRANSFERS_SCANNED_PER_PAGE } from "../src/domain/limits.js";
+import { addressMessage } from "../src/domain/messages.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -154,6 +155,10 @@ describe.skipIf(!HAVE_CHROMIUM)("the console in Chromium", () => {
     page = await walletPage(context);
     await page.goto(`${server.url}/console/`);
     await screenshots(page, "sign-in");
+    // A bad contract address is refused in the words of the service's own message.
+    await page.getByLabel("Contract address").fill("0x1234");
+    await page.getByRole("button", { name: "Sign in with Test Wallet" }).click();
+    await page.getByText(`Contract address: ${addressMessage("0x1234")}`, { exact: true }).waitFor({ timeout: WAIT_MS });
     await page.getByLabel("Contract address").fill(contract.toLowerCase());
     await page.getByRole("button", { name: "Sign in with Test Wallet" }).click();
     await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor({ timeout: WAIT_MS });
@@ -254,6 +259,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the console in Chromium", () => {
 
   it("shows the other screens at both widths", async () => {
     await go(page, "#/recipients", "Recipients");
+    await page.getByLabel("Recipient address").fill("not an address");
+    await page.getByRole("button", { name: "Look up" }).click();
+    await page.getByText(`Recipient address: ${addressMessage("not an address")}`, { exact: true }).waitFor({ timeout: WAIT_MS });
     await page.getByLabel("Recipient address").fill(recipient(7).toLowerCase());
     await page.getByRole("button", { name: "Look up" }).click();
     await page.locator("tr[data-batch-id='quick-1']").waitFor({ timeout: WAIT_MS });

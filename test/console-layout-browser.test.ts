@@ -161,8 +161,6 @@ afterAll(async () => {
 function collectErrors(page: Page): string[] {
   const errors: string[] = [];
   page.on("console", (message) => {
-    // The browser's own favicon request is the service's business (its root route), not the console's.
-    if (new URL(message.location().url || "about:blank").pathname === "/favicon.ico") return;
     if (message.type() === "error") errors.push(`console: ${message.text()} (${message.location().url})`);
   });
   page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));

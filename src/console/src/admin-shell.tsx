@@ -1,5 +1,6 @@
 import { useCallback, useMemo } from "preact/hooks";
 import { PointsAdminClient, PointsApiError, type Parameters } from "../../client/index.js";
+import { Header } from "./header.js";
 import { FailContext } from "./context.js";
 import { errorText } from "./lib/errors.js";
 import { AdminForms } from "./screens/admin.js";
@@ -34,29 +35,13 @@ export function AdminShell(props: {
   const screen = route[0] === "payouts" ? "payouts" : "admin";
   return (
     <FailContext.Provider value={fail}>
-      <header class="top">
-        <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById("main")?.focus())}>
-          Skip to content
-        </a>
-        <div class="brand">
-          <strong>points-ledger</strong>
-          <span class="contract" data-testid="admin-badge">
-            Admin console (no operator session)
-          </span>
-        </div>
-        <nav aria-label="Screens">
-          {ADMIN_SCREENS.map((s) => (
-            <a href={`#/${s.path}`} aria-current={screen === s.path ? "page" : undefined}>
-              {s.title}
-            </a>
-          ))}
-        </nav>
-        <div class="session">
-          <button type="button" onClick={() => onSignOut("Signed out.")}>
-            Sign out
-          </button>
-        </div>
-      </header>
+      <Header
+        screens={ADMIN_SCREENS}
+        route={screen}
+        subtitle="Admin console (no operator session)"
+        subtitleIsContract={false}
+        onSignOut={() => onSignOut("Signed out.")}
+      />
       <main id="main" tabIndex={-1}>
         {screen === "payouts" ? (
           <PayoutScreens reader={admin} admin={admin} operator={null} pointTypes={parameters.POINT_TYPES} />

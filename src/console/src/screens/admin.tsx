@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { PointsAdminClient, type LedgerEvent, type Parameters } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
+import { addressMessage, pointsMessage } from "../../../domain/messages.js";
 import { parsePoints } from "../../../domain/points.js";
 import { shortTime, useConsole, useFail, useLoad } from "../context.js";
 import { displayPoints } from "../lib/amounts.js";
@@ -111,11 +112,11 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
           });
         }}
       >
-        <label>
+        <label class="address-field">
           Contract
           <input name="contract" class="mono" defaultValue={defaultContract} />
         </label>
-        <label>
+        <label class="address-field">
           Operator address
           <input name="operator" class="mono" placeholder="0x…" />
         </label>
@@ -124,21 +125,22 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
       <h2>Registered contracts</h2>
       <RegisteredContracts key={contractsVersion} admin={admin} />
       <h2>Credit</h2>
+      <p class="muted">A retry with the same credit id credits once.</p>
       <form
         class="filters"
         onSubmit={(e) => {
           e.preventDefault();
           const { address, pointType, points, creditId, asset, block } = form(e);
           void act(async () => {
-            if (parseAddress(address!) === null) throw new Error("address is not a valid address");
-            if (parsePoints(points!) === null) throw new Error('points must be a decimal string like "12.5" (up to 12 decimals)');
+            if (parseAddress(address!) === null) throw new Error(`Address: ${addressMessage(address)}`);
+            if (parsePoints(points!) === null) throw new Error(`Points: ${pointsMessage(points)}`);
             const source = { asset: asset || undefined, block: block ? Number(block) : undefined };
             const done = await admin.credit(address!, creditId || crypto.randomUUID(), pointType!, points!, source);
             return `${done.created ? "Credited" : "Already credited (same content)"} ${displayPoints(points!)} ${pointType} to ${checksumAddress(parseAddress(address!)!)} as ${done.creditId}.`;
           });
         }}
       >
-        <label>
+        <label class="address-field">
           Address
           <input name="address" class="mono" defaultValue={defaultContract} />
         </label>
@@ -155,7 +157,7 @@ export function AdminForms(props: { admin: PointsAdminClient; parameters: Parame
           <input name="points" class="mono" inputMode="decimal" placeholder="1000" />
         </label>
         <label>
-          Credit id (optional; a retry with the same id credits once)
+          Credit id (optional)
           <input name="creditId" class="mono" />
         </label>
         <label>
@@ -212,11 +214,13 @@ function RegisteredContracts({ admin }: { admin: PointsAdminClient }) {
             <tbody>
               {contracts.map((c) => (
                 <tr data-contract-address={c.contractAddress}>
-                  <td class="mono">{c.contractAddress}</td>
-                  <td class="mono" data-field="operator">
+                  <td data-label="Contract" class="mono">
+                    {c.contractAddress}
+                  </td>
+                  <td data-label="Operator" class="mono" data-field="operator">
                     {c.operatorAddress}
                   </td>
-                  <td>{shortTime(c.updatedAt)}</td>
+                  <td data-label="Set">{shortTime(c.updatedAt)}</td>
                 </tr>
               ))}
             </tbody>

@@ -217,7 +217,7 @@ function TakeSnapshot(props: { admin: PointsAdminClient; pointTypes: string[]; o
 
 function SnapshotDetail({ snapshot, reader }: { snapshot: Snapshot; reader: PublicClient }) {
   return (
-    <article class="card" data-testid="snapshot" data-snapshot-id={snapshot.id}>
+    <article class="card snapshot" data-testid="snapshot" data-snapshot-id={snapshot.id}>
       <h2 class="mono-wrap">Snapshot {snapshot.id}</h2>
       <dl>
         <dt>Point type</dt>
@@ -329,7 +329,7 @@ function TransfersExport({ operator, pointTypes }: { operator: PointsClient; poi
     <section aria-labelledby="transfers-export-title">
       <h3 id="transfers-export-title">This contract's transfers (transfers.csv)</h3>
       <div class="filters">
-        <label>
+        <label class="address-field">
           Recipient (optional)
           <input
             name="exportToAddress"

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import type { TransferPage } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
+import { addressMessage } from "../../../domain/messages.js";
 import { useConsole } from "../context.js";
 import { When } from "../when.js";
 import { displayPoints, sumPoints } from "../lib/amounts.js";
@@ -36,7 +37,7 @@ export function Recipients() {
   const search = (event: Event) => {
     event.preventDefault();
     const key = parseAddress(address.trim());
-    if (key === null) return setError("Enter a valid address (0x + 40 hex digits; mixed case must be a valid EIP-55 checksum).");
+    if (key === null) return setError(`Recipient address: ${addressMessage(address.trim())}`);
     void load(checksumAddress(key), undefined, [undefined]);
   };
   const transfers = page?.transfers ?? [];

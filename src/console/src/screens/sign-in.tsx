@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { PointsClient, type Parameters } from "../../../client/index.js";
 import { parseAddress, checksumAddress } from "../../../domain/address.js";
+import { addressMessage } from "../../../domain/messages.js";
 import { NOT_A_VALID_TOKEN, errorText, refusedTokenText } from "../lib/errors.js";
 import type { StoredSession } from "../lib/session-store.js";
 import { checkedAdminClient, tokenKind } from "../lib/tokens.js";
@@ -36,8 +37,7 @@ export function SignIn({ parameters, notice, onSignedIn, onAdmin }: Props) {
 
   const contractAddress = contractOf(contract);
   const needContract = () => {
-    if (contractAddress === null)
-      setError("Enter the contract's address (0x + 40 hex digits; mixed case must be a valid EIP-55 checksum).");
+    if (contractAddress === null) setError(`Contract address: ${addressMessage(contract.trim())}`);
     return contractAddress;
   };
 
