@@ -33,4 +33,4 @@ export function refusedTokenText(error: unknown, contractAddress: string | null)
 }
 
 export const NOT_A_VALID_TOKEN =
-  "This is not a valid token: the service does not accept it. Paste an operator token (plt_…) or an API key (plk_…) of the contract, or the service's admin token";
+  "This is not a valid token: the service does not accept it. Paste an operator token (plt_…) of the contract, or the service's admin token";

@@ -134,8 +134,8 @@ export function SignIn({ parameters, notice, onSignedIn, onAdmin }: Props) {
       <section aria-labelledby="token-title">
         <h2 id="token-title">Token</h2>
         <p class="muted">
-          An operator token (<code>plt_…</code>) or API key (<code>plk_…</code>) of the contract above; or the service's admin token, which
-          opens the admin screens without a contract.
+          An operator token (<code>plt_…</code>) of the contract above; or the service's admin token, which opens the admin screens without
+          a contract.
         </p>
         <form onSubmit={withToken}>
           <label>
