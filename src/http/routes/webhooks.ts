@@ -102,7 +102,7 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
         response: responses(WebhookResponses.created, 400, 401, 403),
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { url, types, description } = request.body;
       await checkTarget(ctx, url);
       const secret = newSecret();
