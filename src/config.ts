@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { MAX_FINALIZE_SECONDS_LIMIT, MAX_TRANSFERS_PER_BATCH_LIMIT } from "./domain/limits.js";
+import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS, MAX_FINALIZE_SECONDS_LIMIT, MAX_TRANSFERS_PER_BATCH_LIMIT } from "./domain/limits.js";
 import { DEFAULT_EVENT_STREAMS_PER_CONTRACT, DEFAULT_EVENT_STREAMS_PER_TOKEN, MAX_EVENT_STREAMS } from "./domain/limits.js";
 import { ASSET_PATTERN, DEFAULT_BALANCE_ASSETS, DEFAULT_POINT_TYPES, POINT_TYPE_PATTERN, type PointType } from "./domain/batch.js";
 import { parsePoints } from "./domain/points.js";
@@ -187,13 +187,6 @@ function readRequestTimeouts(env: Env): { headersTimeoutMs: number; requestTimeo
   }
   return { headersTimeoutMs, requestTimeoutMs };
 }
-
-/**
- * Short, because a live sender renews it (src/worker/deliver.ts): a killed sender's deliveries are
- * sent again within about 4 s (issue 19: 29 s with the former 30 s lease), while a renewal that is
- * late by up to three of its intervals still keeps the lease.
- */
-const DEFAULT_WEBHOOK_CLAIM_LEASE_MS = 4000;
 
 /** docs/api.md Webhooks: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 const DEFAULT_WEBHOOK_RETRY_SCHEDULE_SECONDS = [5, 300, 1800, 7200, 18000, 36000, 36000];

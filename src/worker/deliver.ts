@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
+import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS } from "../domain/limits.js";
 import type { Metrics } from "../metrics.js";
 import type { AttemptOutcome, ClaimedDelivery, DeliveryLease, LedgerStore } from "../store/store.js";
 import { decideOutcome } from "../webhooks/schedule.js";
@@ -12,7 +13,7 @@ import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
  * of them, and a contract's endpoints together MAX_IN_FLIGHT_PER_CONTRACT): the claim passes over
  * endpoints and contracts that have that many in flight. An endpoint whose attempts time out is
  * backed off and sent one delivery at a time until it answers again (webhook-rules.ts). Claims are leased
- * (CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
+ * (WEBHOOK_CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
  * attempt twice at once. The lease is short and renewed every quarter of it while the attempt
  * runs, so a delivery whose sender died (SIGKILL) is sent again within one lease, not after the
  * longest attempt could last. A restarted process cannot tell its own old claims from a live
@@ -28,7 +29,7 @@ export interface DeliveryJobOptions {
   sendTimeoutMs?: number;
   /** Finished deliveries older than this are purged. */
   retentionMs?: number;
-  /** WEBHOOK_CLAIM_LEASE_MS; CLAIM_LEASE_MS by default. Renewed while an attempt runs, however long it takes. */
+  /** WEBHOOK_CLAIM_LEASE_MS; DEFAULT_WEBHOOK_CLAIM_LEASE_MS by default. Renewed while an attempt runs, however long it takes. */
   leaseMs?: number;
 }
 
@@ -42,12 +43,7 @@ export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
  * still go out at once (issue 19: 10 hanging endpoints of one contract held all 16 for 15 s and more).
  */
 export const MAX_IN_FLIGHT_PER_CONTRACT = 8;
-/**
- * A claim's lease without renewal (config.ts's default): renewed every LEASE_RENEWALS_PER_LEASE-th
- * of it while the attempt runs; after it a dead sender's delivery is due again.
- */
-export const CLAIM_LEASE_MS = 4000;
-/** Renewals per lease: three may come late or fail before another job may take the delivery. */
+/** Renewals per lease (a claim is renewed every LEASE_RENEWALS_PER_LEASE-th of it while the attempt runs): three may come late or fail before another job may take the delivery. */
 const LEASE_RENEWALS_PER_LEASE = 4;
 const DEFAULT_POLL_INTERVAL_MS = 500;
 /** How long stop() lets sends in flight finish before aborting them. */
@@ -86,7 +82,7 @@ export class DeliveryJob {
     private readonly log: FastifyBaseLogger,
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.leaseMs = options.leaseMs ?? CLAIM_LEASE_MS;
+    this.leaseMs = options.leaseMs ?? DEFAULT_WEBHOOK_CLAIM_LEASE_MS;
   }
 
   start(): void {
