@@ -67,6 +67,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** EVENT_RETENTION_DAYS: events older than this are purged; a cursor before them is 410 CURSOR_EXPIRED. */
   eventRetentionDays: number;
+  /** WEBHOOK_DELIVERY_RETENTION_DAYS: finished (SUCCEEDED or FAILED) webhook deliveries older than this are purged with their attempts. */
+  webhookDeliveryRetentionDays: number;
   /** PUBLIC_URL: the service's public address (the console's origin); makes the challenge an EIP-4361 message. */
   publicUrl: string | null;
   /** EVENT_STREAM_KEEPALIVE_MS: how often an idle event stream sends a comment line (proxies close silent connections). */
@@ -87,6 +89,10 @@ type Env = Record<string, string | undefined>;
 
 /** docs/api.md Events: events are kept 30 days unless EVENT_RETENTION_DAYS says otherwise. */
 export const DEFAULT_EVENT_RETENTION_DAYS = 30;
+/** Finished deliveries are kept as long as the events by default, so a delivery's event can still be read. */
+export const DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS = 30;
+/** The longest retention either setting accepts (about 10 years). */
+const MAX_RETENTION_DAYS = 3650;
 
 /** Point types and balance assets a deployment may configure (each is a key of every balance). */
 const MAX_POINT_TYPES = 32;
@@ -274,7 +280,14 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolSize: readInt(env, "PG_POOL_SIZE", 10, 1, 1000),
     pgStatementTimeoutMs: readInt(env, "PG_STATEMENT_TIMEOUT_MS", 10_000, 100, 600_000),
     shutdownTimeoutMs: readInt(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
-    eventRetentionDays: readInt(env, "EVENT_RETENTION_DAYS", DEFAULT_EVENT_RETENTION_DAYS, 1, 3650),
+    eventRetentionDays: readInt(env, "EVENT_RETENTION_DAYS", DEFAULT_EVENT_RETENTION_DAYS, 1, MAX_RETENTION_DAYS),
+    webhookDeliveryRetentionDays: readInt(
+      env,
+      "WEBHOOK_DELIVERY_RETENTION_DAYS",
+      DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS,
+      1,
+      MAX_RETENTION_DAYS,
+    ),
     eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
     publicUrl: readPublicUrl(env),
     ...readEventStreamCaps(env),

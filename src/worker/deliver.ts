@@ -27,8 +27,6 @@ export interface DeliveryJobOptions {
   /** How long the job sleeps when nothing is due (new deliveries wait at most this). */
   pollIntervalMs?: number;
   sendTimeoutMs?: number;
-  /** Finished deliveries older than this are purged. */
-  retentionMs?: number;
   /** WEBHOOK_CLAIM_LEASE_MS; DEFAULT_WEBHOOK_CLAIM_LEASE_MS by default. Renewed while an attempt runs, however long it takes. */
   leaseMs?: number;
 }
@@ -48,13 +46,8 @@ const LEASE_RENEWALS_PER_LEASE = 4;
 const DEFAULT_POLL_INTERVAL_MS = 500;
 /** How long stop() lets sends in flight finish before aborting them. */
 const STOP_GRACE_MS = 3000;
-/** Finished deliveries are kept this long by default (docs/api.md: events are kept 30 days). */
-const DEFAULT_RETENTION_MS = 30 * 24 * 3600 * 1000;
-/** How often old deliveries are purged and the backlog gauges refreshed. */
+/** How often the backlog gauges are refreshed (old deliveries are purged by the purge job, purge.ts). */
 const MAINTENANCE_INTERVAL_MS = 10_000;
-/** Deliveries one purge statement deletes, and statements per maintenance run: bounded steps. */
-const PURGE_STEP = 1000;
-const MAX_PURGE_STEPS = 10;
 
 export class DeliveryJob {
   private readonly inFlight = new Set<Promise<void>>();
@@ -282,20 +275,14 @@ export class DeliveryJob {
       );
   }
 
-  /** Purges old finished deliveries in bounded steps and refreshes the backlog gauges. */
+  /** Refreshes the backlog gauges every MAINTENANCE_INTERVAL_MS. */
   private async maintain(): Promise<void> {
     const nowMs = this.clock.now();
-    if (nowMs - this.lastMaintenanceMs < MAINTENANCE_INTERVAL_MS) return;
+    if (!this.metrics || nowMs - this.lastMaintenanceMs < MAINTENANCE_INTERVAL_MS) return;
     this.lastMaintenanceMs = nowMs;
-    const cutoffMs = nowMs - (this.options.retentionMs ?? DEFAULT_RETENTION_MS);
-    for (let step = 0; step < MAX_PURGE_STEPS; step++) {
-      if ((await this.store.purgeDeliveries(cutoffMs, PURGE_STEP)) < PURGE_STEP) break;
-    }
-    if (this.metrics) {
-      const backlog = await this.store.webhookBacklog();
-      this.metrics.webhookDeliveriesPending.set(backlog.pending);
-      const oldest = backlog.oldestPendingCreatedAtMs;
-      this.metrics.webhookOldestPendingSeconds.set(oldest === null ? 0 : Math.max(0, nowMs - oldest) / 1000);
-    }
+    const backlog = await this.store.webhookBacklog();
+    this.metrics.webhookDeliveriesPending.set(backlog.pending);
+    const oldest = backlog.oldestPendingCreatedAtMs;
+    this.metrics.webhookOldestPendingSeconds.set(oldest === null ? 0 : Math.max(0, nowMs - oldest) / 1000);
   }
 }
