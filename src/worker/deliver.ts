@@ -5,6 +5,7 @@ import type { Metrics } from "../metrics.js";
 import type { AttemptOutcome, ClaimedDelivery, DeliveryLease, LedgerStore } from "../store/store.js";
 import { decideOutcome } from "../webhooks/schedule.js";
 import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
+import { JobLoop } from "./loop.js";
 
 /**
  * The deliver job (README, Architecture: background jobs): claims due webhook deliveries and sends them, a bounded
@@ -57,11 +58,14 @@ export class DeliveryJob {
   private renewal: NodeJS.Timeout | null = null;
   /** A renewal in progress: a slow database does not pile them up. */
   private renewing = false;
-  private timer: NodeJS.Timeout | null = null;
-  private timerAtMs = 0;
-  private wakeAfterPass = false;
-  private ticking: Promise<void> | null = null;
-  private stopped = true;
+  /** The job's scheduling (loop.ts): polls, and is woken when a send frees a slot. */
+  private readonly loop = new JobLoop(
+    () => this.pass(),
+    (error) => {
+      this.log.error({ err: error }, "webhook delivery pass failed; retrying at the next interval");
+      return this.nextDelayMs();
+    },
+  );
   private lastMaintenanceMs = 0;
   private readonly pollIntervalMs: number;
   private readonly leaseMs: number;
@@ -79,9 +83,7 @@ export class DeliveryJob {
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
   /**
@@ -90,10 +92,7 @@ export class DeliveryJob {
    * the schedule (a shutdown must finish within SHUTDOWN_TIMEOUT_MS, a send may take 15 s).
    */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.ticking;
+    await this.loop.stop();
     let grace: NodeJS.Timeout | undefined;
     const graceOver = new Promise<void>((resolve) => {
       grace = setTimeout(resolve, STOP_GRACE_MS);
@@ -119,44 +118,18 @@ export class DeliveryJob {
     }
   }
 
-  /** Wakes the job after `delayMs` (sooner if already due sooner); during a pass, once it ends. */
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.wakeAfterPass = true;
-      return;
-    }
-    const atMs = Date.now() + delayMs;
-    if (this.timer) {
-      if (atMs >= this.timerAtMs) return;
-      clearTimeout(this.timer);
-    }
-    this.timerAtMs = atMs;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.ticking = this.tick().finally(() => {
-        this.ticking = null;
-        const again = this.wakeAfterPass;
-        this.wakeAfterPass = false;
-        // A full job is woken by the next send that finishes (launch); otherwise it polls.
-        if (again) this.schedule(0);
-        else if (this.inFlight.size < MAX_IN_FLIGHT_SENDS) this.schedule(this.pollIntervalMs);
-      });
-    }, delayMs);
-    this.timer.unref();
+  /** One claim for the free slots, then maintenance when it is due; returns when to look again. */
+  private async pass(): Promise<number | null> {
+    const claimed = await this.claim();
+    for (const delivery of claimed) this.launch(delivery);
+    await this.maintain();
+    // Slots were filled: more may be due, so look again at once.
+    return claimed.length > 0 ? 0 : this.nextDelayMs();
   }
 
-  /** One claim for the free slots, then maintenance when it is due. */
-  private async tick(): Promise<void> {
-    try {
-      const claimed = await this.claim();
-      for (const delivery of claimed) this.launch(delivery);
-      // Slots were filled: more may be due, so look again at once.
-      if (claimed.length > 0) this.wakeAfterPass = true;
-      await this.maintain();
-    } catch (error) {
-      this.log.error({ err: error }, "webhook delivery pass failed; retrying at the next interval");
-    }
+  /** A full job is woken by the next send that finishes (launch); otherwise it polls. */
+  private nextDelayMs(): number | null {
+    return this.inFlight.size < MAX_IN_FLIGHT_SENDS ? this.pollIntervalMs : null;
   }
 
   private async claim(): Promise<ClaimedDelivery[]> {
@@ -186,7 +159,7 @@ export class DeliveryJob {
       if (left === 0) this.inFlightByEndpoint.delete(delivery.endpointId);
       else this.inFlightByEndpoint.set(delivery.endpointId, left);
       // A slot is free: claim again now rather than at the next poll.
-      this.schedule(0);
+      this.loop.wake();
     });
     this.inFlight.add(sending);
   }
