@@ -81,7 +81,6 @@ export const PURGE_INTERVAL_MS = 60_000;
 
 export interface PurgeReport {
   events: number;
-  deliveries: number;
   snapshotChunks: number;
 }
 
@@ -131,7 +130,7 @@ export class PurgeJob {
     await this.loop.stop();
   }
 
-  /** One run: what is expired now is deleted (bounded); returns how many events, deliveries and snapshot chunks it deleted. */
+  /** One run: what is expired now is deleted (bounded); returns how many events and snapshot chunks it deleted (deliveries: points_purged_total). */
   async runOnce(): Promise<PurgeReport> {
     const nowMs = this.clock.now();
     await this.store.purgeExpired(nowMs);
@@ -143,6 +142,6 @@ export class PurgeJob {
     this.metrics?.purged.inc({ kind: "events" }, events);
     this.metrics?.purged.inc({ kind: "deliveries" }, deliveries);
     this.metrics?.purged.inc({ kind: "snapshot_chunks" }, snapshotChunks);
-    return { events, deliveries, snapshotChunks };
+    return { events, snapshotChunks };
   }
 }
