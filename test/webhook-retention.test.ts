@@ -2,7 +2,8 @@ import Database from "better-sqlite3";
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import pino from "pino";
-import { afterAll, describe, expect, it } from "vitest";
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { loadConfig } from "../src/config.js";
 import type { AddressKey } from "../src/domain/address.js";
@@ -14,6 +15,7 @@ import type { LedgerStore } from "../src/store/store.js";
 import { newEndpointId } from "../src/store/webhook-rules.js";
 import { PurgeJob } from "../src/worker/purge.js";
 import { temporarySqliteStore } from "./helpers/app-over-store.js";
+import { assertBuilt, runCli, sqliteUrl, tempDir } from "./helpers/process.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 
 /**
@@ -34,6 +36,23 @@ describe("WEBHOOK_DELIVERY_RETENTION_DAYS", () => {
         /^invalid configuration: WEBHOOK_DELIVERY_RETENTION_DAYS /,
       );
     }
+  });
+
+  describe("at start-up", () => {
+    let dir = "";
+    beforeAll(() => {
+      assertBuilt();
+      dir = tempDir("delivery-retention");
+    });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it.each(["0", "3651", "30d"])("WEBHOOK_DELIVERY_RETENTION_DAYS=%s stops `serve` with a message naming it", async (bad) => {
+      const env = { DATABASE_URL: sqliteUrl(dir, "never.db"), PORT: "0", WEBHOOK_DELIVERY_RETENTION_DAYS: bad };
+      const result = await runCli(["serve"], env);
+      expect(result.code).not.toBe(0);
+      expect(result.code).not.toBeNull();
+      expect(result.stderr).toMatch(/invalid configuration: WEBHOOK_DELIVERY_RETENTION_DAYS must/);
+    });
   });
 });
 
