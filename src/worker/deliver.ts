@@ -9,7 +9,8 @@ import { JobLoop } from "./loop.js";
 
 /**
  * The deliver job (README, Architecture: background jobs): claims due webhook deliveries and sends them, a bounded
- * number at once, and stores each outcome. Sends run side by side and each has its own timeout,
+ * number at once, and stores each outcome. It is scheduled by JobLoop like the other jobs: it polls
+ * while it has free slots, sleeps when all are taken, and is woken when a send frees one. Sends run side by side and each has its own timeout,
  * so an endpoint that hangs or fails holds only its own slots (at most MAX_IN_FLIGHT_PER_ENDPOINT
  * of them, and a contract's endpoints together MAX_IN_FLIGHT_PER_CONTRACT): the claim passes over
  * endpoints and contracts that have that many in flight. An endpoint whose attempts time out is
