@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { MAX_FINALIZE_SECONDS_LIMIT, MAX_TRANSFERS_PER_BATCH_LIMIT } from "./domain/limits.js";
+import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS, MAX_FINALIZE_SECONDS_LIMIT, MAX_TRANSFERS_PER_BATCH_LIMIT } from "./domain/limits.js";
 import { DEFAULT_EVENT_STREAMS_PER_CONTRACT, DEFAULT_EVENT_STREAMS_PER_TOKEN, MAX_EVENT_STREAMS } from "./domain/limits.js";
 import { ASSET_PATTERN, DEFAULT_BALANCE_ASSETS, DEFAULT_POINT_TYPES, POINT_TYPE_PATTERN, type PointType } from "./domain/batch.js";
 import { parsePoints } from "./domain/points.js";
@@ -67,6 +67,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** EVENT_RETENTION_DAYS: events older than this are purged; a cursor before them is 410 CURSOR_EXPIRED. */
   eventRetentionDays: number;
+  /** WEBHOOK_DELIVERY_RETENTION_DAYS: finished (SUCCEEDED or FAILED) webhook deliveries older than this are purged with their attempts. */
+  webhookDeliveryRetentionDays: number;
   /** PUBLIC_URL: the service's public address (the console's origin); makes the challenge an EIP-4361 message. */
   publicUrl: string | null;
   /** EVENT_STREAM_KEEPALIVE_MS: how often an idle event stream sends a comment line (proxies close silent connections). */
@@ -87,6 +89,10 @@ type Env = Record<string, string | undefined>;
 
 /** docs/api.md Events: events are kept 30 days unless EVENT_RETENTION_DAYS says otherwise. */
 export const DEFAULT_EVENT_RETENTION_DAYS = 30;
+/** Finished deliveries are kept as long as the events by default, so a delivery's event can still be read. */
+export const DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS = 30;
+/** The longest retention either setting accepts (about 10 years). */
+const MAX_RETENTION_DAYS = 3650;
 
 /** Point types and balance assets a deployment may configure (each is a key of every balance). */
 const MAX_POINT_TYPES = 32;
@@ -188,13 +194,6 @@ function readRequestTimeouts(env: Env): { headersTimeoutMs: number; requestTimeo
   return { headersTimeoutMs, requestTimeoutMs };
 }
 
-/**
- * Short, because a live sender renews it (src/worker/deliver.ts): a killed sender's deliveries are
- * sent again within about 4 s (issue 19: 29 s with the former 30 s lease), while a renewal that is
- * late by up to three of its intervals still keeps the lease.
- */
-const DEFAULT_WEBHOOK_CLAIM_LEASE_MS = 4000;
-
 /** docs/api.md Webhooks: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
 const DEFAULT_WEBHOOK_RETRY_SCHEDULE_SECONDS = [5, 300, 1800, 7200, 18000, 36000, 36000];
 const MAX_WEBHOOK_RETRIES = 20;
@@ -281,7 +280,14 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolSize: readInt(env, "PG_POOL_SIZE", 10, 1, 1000),
     pgStatementTimeoutMs: readInt(env, "PG_STATEMENT_TIMEOUT_MS", 10_000, 100, 600_000),
     shutdownTimeoutMs: readInt(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 100, 600_000),
-    eventRetentionDays: readInt(env, "EVENT_RETENTION_DAYS", DEFAULT_EVENT_RETENTION_DAYS, 1, 3650),
+    eventRetentionDays: readInt(env, "EVENT_RETENTION_DAYS", DEFAULT_EVENT_RETENTION_DAYS, 1, MAX_RETENTION_DAYS),
+    webhookDeliveryRetentionDays: readInt(
+      env,
+      "WEBHOOK_DELIVERY_RETENTION_DAYS",
+      DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS,
+      1,
+      MAX_RETENTION_DAYS,
+    ),
     eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
     publicUrl: readPublicUrl(env),
     ...readEventStreamCaps(env),

@@ -1,18 +1,21 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
+import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS } from "../domain/limits.js";
 import type { Metrics } from "../metrics.js";
 import type { AttemptOutcome, ClaimedDelivery, DeliveryLease, LedgerStore } from "../store/store.js";
 import { decideOutcome } from "../webhooks/schedule.js";
 import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
+import { JobLoop } from "./loop.js";
 
 /**
  * The deliver job (README, Architecture: background jobs): claims due webhook deliveries and sends them, a bounded
- * number at once, and stores each outcome. Sends run side by side and each has its own timeout,
+ * number at once, and stores each outcome. It is scheduled by JobLoop like the other jobs: it polls
+ * while it has free slots, sleeps when all are taken, and is woken when a send frees one. Sends run side by side and each has its own timeout,
  * so an endpoint that hangs or fails holds only its own slots (at most MAX_IN_FLIGHT_PER_ENDPOINT
  * of them, and a contract's endpoints together MAX_IN_FLIGHT_PER_CONTRACT): the claim passes over
  * endpoints and contracts that have that many in flight. An endpoint whose attempts time out is
  * backed off and sent one delivery at a time until it answers again (webhook-rules.ts). Claims are leased
- * (CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
+ * (WEBHOOK_CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
  * attempt twice at once. The lease is short and renewed every quarter of it while the attempt
  * runs, so a delivery whose sender died (SIGKILL) is sent again within one lease, not after the
  * longest attempt could last. A restarted process cannot tell its own old claims from a live
@@ -26,9 +29,7 @@ export interface DeliveryJobOptions {
   /** How long the job sleeps when nothing is due (new deliveries wait at most this). */
   pollIntervalMs?: number;
   sendTimeoutMs?: number;
-  /** Finished deliveries older than this are purged. */
-  retentionMs?: number;
-  /** WEBHOOK_CLAIM_LEASE_MS; CLAIM_LEASE_MS by default. Renewed while an attempt runs, however long it takes. */
+  /** WEBHOOK_CLAIM_LEASE_MS; DEFAULT_WEBHOOK_CLAIM_LEASE_MS by default. Renewed while an attempt runs, however long it takes. */
   leaseMs?: number;
 }
 
@@ -42,23 +43,13 @@ export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
  * still go out at once (issue 19: 10 hanging endpoints of one contract held all 16 for 15 s and more).
  */
 export const MAX_IN_FLIGHT_PER_CONTRACT = 8;
-/**
- * A claim's lease without renewal (config.ts's default): renewed every LEASE_RENEWALS_PER_LEASE-th
- * of it while the attempt runs; after it a dead sender's delivery is due again.
- */
-export const CLAIM_LEASE_MS = 4000;
-/** Renewals per lease: three may come late or fail before another job may take the delivery. */
+/** Renewals per lease (a claim is renewed every LEASE_RENEWALS_PER_LEASE-th of it while the attempt runs): three may come late or fail before another job may take the delivery. */
 const LEASE_RENEWALS_PER_LEASE = 4;
 const DEFAULT_POLL_INTERVAL_MS = 500;
 /** How long stop() lets sends in flight finish before aborting them. */
 const STOP_GRACE_MS = 3000;
-/** Finished deliveries are kept this long by default (docs/api.md: events are kept 30 days). */
-const DEFAULT_RETENTION_MS = 30 * 24 * 3600 * 1000;
-/** How often old deliveries are purged and the backlog gauges refreshed. */
+/** How often the backlog gauges are refreshed (old deliveries are purged by the purge job, purge.ts). */
 const MAINTENANCE_INTERVAL_MS = 10_000;
-/** Deliveries one purge statement deletes, and statements per maintenance run: bounded steps. */
-const PURGE_STEP = 1000;
-const MAX_PURGE_STEPS = 10;
 
 export class DeliveryJob {
   private readonly inFlight = new Set<Promise<void>>();
@@ -68,11 +59,14 @@ export class DeliveryJob {
   private renewal: NodeJS.Timeout | null = null;
   /** A renewal in progress: a slow database does not pile them up. */
   private renewing = false;
-  private timer: NodeJS.Timeout | null = null;
-  private timerAtMs = 0;
-  private wakeAfterPass = false;
-  private ticking: Promise<void> | null = null;
-  private stopped = true;
+  /** The job's scheduling (loop.ts): polls, and is woken when a send frees a slot. */
+  private readonly loop = new JobLoop(
+    () => this.pass(),
+    (error) => {
+      this.log.error({ err: error }, "webhook delivery pass failed; retrying at the next interval");
+      return this.nextDelayMs();
+    },
+  );
   private lastMaintenanceMs = 0;
   private readonly pollIntervalMs: number;
   private readonly leaseMs: number;
@@ -86,13 +80,11 @@ export class DeliveryJob {
     private readonly log: FastifyBaseLogger,
   ) {
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-    this.leaseMs = options.leaseMs ?? CLAIM_LEASE_MS;
+    this.leaseMs = options.leaseMs ?? DEFAULT_WEBHOOK_CLAIM_LEASE_MS;
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
   /**
@@ -101,10 +93,7 @@ export class DeliveryJob {
    * the schedule (a shutdown must finish within SHUTDOWN_TIMEOUT_MS, a send may take 15 s).
    */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.ticking;
+    await this.loop.stop();
     let grace: NodeJS.Timeout | undefined;
     const graceOver = new Promise<void>((resolve) => {
       grace = setTimeout(resolve, STOP_GRACE_MS);
@@ -130,44 +119,18 @@ export class DeliveryJob {
     }
   }
 
-  /** Wakes the job after `delayMs` (sooner if already due sooner); during a pass, once it ends. */
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.wakeAfterPass = true;
-      return;
-    }
-    const atMs = Date.now() + delayMs;
-    if (this.timer) {
-      if (atMs >= this.timerAtMs) return;
-      clearTimeout(this.timer);
-    }
-    this.timerAtMs = atMs;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.ticking = this.tick().finally(() => {
-        this.ticking = null;
-        const again = this.wakeAfterPass;
-        this.wakeAfterPass = false;
-        // A full job is woken by the next send that finishes (launch); otherwise it polls.
-        if (again) this.schedule(0);
-        else if (this.inFlight.size < MAX_IN_FLIGHT_SENDS) this.schedule(this.pollIntervalMs);
-      });
-    }, delayMs);
-    this.timer.unref();
+  /** One claim for the free slots, then maintenance when it is due; returns when to look again. */
+  private async pass(): Promise<number | null> {
+    const claimed = await this.claim();
+    for (const delivery of claimed) this.launch(delivery);
+    await this.maintain();
+    // Slots were filled: more may be due, so look again at once.
+    return claimed.length > 0 ? 0 : this.nextDelayMs();
   }
 
-  /** One claim for the free slots, then maintenance when it is due. */
-  private async tick(): Promise<void> {
-    try {
-      const claimed = await this.claim();
-      for (const delivery of claimed) this.launch(delivery);
-      // Slots were filled: more may be due, so look again at once.
-      if (claimed.length > 0) this.wakeAfterPass = true;
-      await this.maintain();
-    } catch (error) {
-      this.log.error({ err: error }, "webhook delivery pass failed; retrying at the next interval");
-    }
+  /** A full job is woken by the next send that finishes (launch); otherwise it polls. */
+  private nextDelayMs(): number | null {
+    return this.inFlight.size < MAX_IN_FLIGHT_SENDS ? this.pollIntervalMs : null;
   }
 
   private async claim(): Promise<ClaimedDelivery[]> {
@@ -197,7 +160,7 @@ export class DeliveryJob {
       if (left === 0) this.inFlightByEndpoint.delete(delivery.endpointId);
       else this.inFlightByEndpoint.set(delivery.endpointId, left);
       // A slot is free: claim again now rather than at the next poll.
-      this.schedule(0);
+      this.loop.wake();
     });
     this.inFlight.add(sending);
   }
@@ -286,20 +249,14 @@ export class DeliveryJob {
       );
   }
 
-  /** Purges old finished deliveries in bounded steps and refreshes the backlog gauges. */
+  /** Refreshes the backlog gauges every MAINTENANCE_INTERVAL_MS. */
   private async maintain(): Promise<void> {
     const nowMs = this.clock.now();
-    if (nowMs - this.lastMaintenanceMs < MAINTENANCE_INTERVAL_MS) return;
+    if (!this.metrics || nowMs - this.lastMaintenanceMs < MAINTENANCE_INTERVAL_MS) return;
     this.lastMaintenanceMs = nowMs;
-    const cutoffMs = nowMs - (this.options.retentionMs ?? DEFAULT_RETENTION_MS);
-    for (let step = 0; step < MAX_PURGE_STEPS; step++) {
-      if ((await this.store.purgeDeliveries(cutoffMs, PURGE_STEP)) < PURGE_STEP) break;
-    }
-    if (this.metrics) {
-      const backlog = await this.store.webhookBacklog();
-      this.metrics.webhookDeliveriesPending.set(backlog.pending);
-      const oldest = backlog.oldestPendingCreatedAtMs;
-      this.metrics.webhookOldestPendingSeconds.set(oldest === null ? 0 : Math.max(0, nowMs - oldest) / 1000);
-    }
+    const backlog = await this.store.webhookBacklog();
+    this.metrics.webhookDeliveriesPending.set(backlog.pending);
+    const oldest = backlog.oldestPendingCreatedAtMs;
+    this.metrics.webhookOldestPendingSeconds.set(oldest === null ? 0 : Math.max(0, nowMs - oldest) / 1000);
   }
 }

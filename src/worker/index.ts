@@ -42,7 +42,13 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     metrics,
     log.child({ job: "deliver" }),
   );
-  const purge = new PurgeJob(store, clock, { eventRetentionDays: config.eventRetentionDays }, metrics, log.child({ job: "purge" }));
+  const purge = new PurgeJob(
+    store,
+    clock,
+    { eventRetentionDays: config.eventRetentionDays, deliveryRetentionDays: config.webhookDeliveryRetentionDays },
+    metrics,
+    log.child({ job: "purge" }),
+  );
   const jobs = [finalize, deliver, purge];
   return {
     finalize,

@@ -1,9 +1,10 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
+import { DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS } from "../config.js";
 import type { Metrics } from "../metrics.js";
 import { SNAPSHOT_BUILD_ABANDONED_AFTER_MS } from "../snapshots/snapshots.js";
-import type { EventsStore, LedgerStore, SnapshotsStore } from "../store/store.js";
+import type { EventsStore, LedgerStore, SnapshotsStore, WebhooksStore } from "../store/store.js";
 import { JobLoop } from "./loop.js";
 
 /** Events one purge step deletes at most: a short transaction, so writers never wait long behind it. */
@@ -25,6 +26,26 @@ export async function purgeOldEvents(
 ): Promise<number> {
   const beforeMs = nowMs - retentionDays * DAY_MS;
   return inSteps((limit) => store.purgeEvents(beforeMs, limit), stepSize, EVENT_PURGE_MAX_STEPS);
+}
+
+/** Finished webhook deliveries one purge step deletes at most (with their attempts): a short transaction. */
+export const DELIVERY_PURGE_STEP = 1000;
+/** Steps one run takes at most; the rest waits for the next run. */
+export const DELIVERY_PURGE_MAX_STEPS = 100;
+
+/**
+ * Deletes the webhook deliveries that finished (SUCCEEDED or FAILED) longer than the retention
+ * ago (WEBHOOK_DELIVERY_RETENTION_DAYS) in bounded steps; a PENDING one is never deleted, however
+ * old. Returns how many it deleted.
+ */
+export async function purgeOldDeliveries(
+  store: WebhooksStore,
+  nowMs: number,
+  retentionDays: number,
+  stepSize = DELIVERY_PURGE_STEP,
+): Promise<number> {
+  const finishedBeforeMs = nowMs - retentionDays * DAY_MS;
+  return inSteps((limit) => store.purgeDeliveries(finishedBeforeMs, limit), stepSize, DELIVERY_PURGE_MAX_STEPS);
 }
 
 /** Snapshot chunks one purge step deletes at most (≈ 1-2.5 MB, as much as one write of a build). */
@@ -55,7 +76,7 @@ async function inSteps(step: (limit: number) => Promise<number>, stepSize: numbe
   return deleted;
 }
 
-/** How often the purge job runs: expired challenges and tokens, events past their retention, abandoned snapshot builds. */
+/** How often the purge job runs: expired challenges and tokens, events and finished deliveries past their retention, abandoned snapshot builds. */
 export const PURGE_INTERVAL_MS = 60_000;
 
 export interface PurgeReport {
@@ -65,15 +86,17 @@ export interface PurgeReport {
 
 export interface PurgeOptions {
   eventRetentionDays: number;
+  /** WEBHOOK_DELIVERY_RETENTION_DAYS; DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS when not given. */
+  deliveryRetentionDays?: number;
   intervalMs?: number;
 }
 
 /**
- * The purge job: deletes expired challenges and tokens, events older than EVENT_RETENTION_DAYS
- * (purgeOldEvents) and the chunks of abandoned snapshot builds (purgeAbandonedSnapshotBuilds),
- * the last two in bounded steps, counted in points_purged_total. A failure is logged and the next run
- * tries again; it never stops the other jobs. Old webhook deliveries are purged by the deliver
- * job's own maintenance (deliver.ts), beside the gauges it refreshes.
+ * The purge job, which owns every retention: deletes expired challenges and tokens, events older
+ * than EVENT_RETENTION_DAYS (purgeOldEvents), webhook deliveries finished longer ago than
+ * WEBHOOK_DELIVERY_RETENTION_DAYS (purgeOldDeliveries) and the chunks of abandoned snapshot builds
+ * (purgeAbandonedSnapshotBuilds), the last three in bounded steps, counted in points_purged_total.
+ * A failure is logged and the next run tries again; it never stops the other jobs.
  */
 export class PurgeJob {
   private readonly loop = new JobLoop(
@@ -107,14 +130,17 @@ export class PurgeJob {
     await this.loop.stop();
   }
 
-  /** One run: what is expired now is deleted (bounded); returns how many events and snapshot chunks it deleted. */
+  /** One run: what is expired now is deleted (bounded); returns how many events and snapshot chunks it deleted (deliveries: points_purged_total). */
   async runOnce(): Promise<PurgeReport> {
     const nowMs = this.clock.now();
     await this.store.purgeExpired(nowMs);
     const events = await purgeOldEvents(this.store, nowMs, this.options.eventRetentionDays);
+    const deliveryRetentionDays = this.options.deliveryRetentionDays ?? DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS;
+    const deliveries = await purgeOldDeliveries(this.store, nowMs, deliveryRetentionDays);
     const snapshotChunks = await purgeAbandonedSnapshotBuilds(this.store, nowMs);
     if (snapshotChunks > 0) this.log.info({ snapshotChunks }, "deleted chunks of abandoned snapshot builds");
     this.metrics?.purged.inc({ kind: "events" }, events);
+    this.metrics?.purged.inc({ kind: "deliveries" }, deliveries);
     this.metrics?.purged.inc({ kind: "snapshot_chunks" }, snapshotChunks);
     return { events, snapshotChunks };
   }
