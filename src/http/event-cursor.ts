@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 import type { AddressKey } from "../domain/address.js";
+import { checkedParts, U64_PART } from "../domain/cursor.js";
 import type { ServerKeys } from "./cursor-key.js";
 
 /**
@@ -41,7 +42,6 @@ const CURSOR_BYTES = 1 + NONCE_BYTES + SEALED_BYTES + TAG_BYTES;
 /** Kinds of position: one part (SQLite's seq) or two (PostgreSQL's tx.seq). */
 const ONE_PART = 1;
 const TWO_PARTS = 2;
-const MAX_PART = 2n ** 64n - 1n;
 
 const LEGACY_PREFIX = "ev1:";
 /** Positions are digits and dots; anything longer than this was never given out. */
@@ -108,7 +108,7 @@ function associatedData(header: Buffer, scope: CursorScope): Buffer {
 function decodeLegacy(bytes: Buffer): DecodedEventCursor | null {
   const position = bytes.subarray(LEGACY_PREFIX.length).toString();
   if (!LEGACY_POSITION_TEXT.test(position)) return null;
-  const parts = position.split(".");
-  if (parts.length > 2 || parts.some((part) => part === "" || BigInt(part) > MAX_PART)) return null;
+  // The codec's part schema: one u64 part (SQLite's seq) or two (PostgreSQL's xid8.seq).
+  if (checkedParts(position, position.includes(".") ? [U64_PART, U64_PART] : [U64_PART]) === null) return null;
   return { position, issuedAtMs: null };
 }

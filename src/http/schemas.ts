@@ -328,7 +328,7 @@ export const UpdateWebhookEndpointBody = Type.Object(
 export const DeliveriesQuery = Type.Object(
   {
     status: Type.Optional(DeliveryStatusSchema),
-    cursor: Type.Optional(Type.String({ pattern: "^[1-9][0-9]{0,18}$" })),
+    cursor: Type.Optional(Cursor),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: DELIVERY_LIST_LIMIT_MAX })),
   },
   closed,

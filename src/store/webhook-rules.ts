@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { validationFailed } from "../domain/errors.js";
+import { DELIVERY_SEQ_PART, checkedParts, invalidCursor } from "../domain/cursor.js";
 
 /** Limits and identifiers the two adapters' webhooks.ts share (as finalize-retry.ts is for batches). */
 
@@ -37,12 +37,8 @@ export function newDeliveryId(): string {
   return `wd_${randomBytes(16).toString("hex")}`;
 }
 
-const POSITION = /^[1-9][0-9]{0,18}$/;
-
-/** A deliveries listing position (the seq of the previous page's last delivery); anything else is 400. */
+/** A deliveries listing position (the seq of the previous page's last delivery), by the deliveries cursor's part schema; anything else is 400. */
 export function parseDeliveryPosition(position: string): string {
-  if (!POSITION.test(position) || BigInt(position) > 2n ** 63n - 1n) {
-    throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
-  }
+  if (checkedParts(position, [DELIVERY_SEQ_PART]) === null || position.startsWith("0")) throw invalidCursor("cursor", position);
   return position;
 }

@@ -1,11 +1,13 @@
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { checksumAddress, ZERO_ADDRESS_KEY, type AddressKey } from "../../domain/address.js";
+import { checksumAddress, ZERO_ADDRESS_KEY } from "../../domain/address.js";
+import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { ApiError, validationFailed } from "../../domain/errors.js";
 import { isoTime } from "../../domain/json.js";
 import { PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
 import { requireAddress, requirePoints } from "../../domain/validate.js";
 import type { ApiInstance, AppContext } from "../context.js";
+import { CONTRACT_CURSOR } from "../cursor.js";
 import { ContractParams, ContractsQuery, CreditParams, OperatorBody, Responses, creditBodySchema, responses } from "../schemas.js";
 
 const tags = ["admin"];
@@ -72,7 +74,7 @@ function contractListRoute(app: ApiInstance, ctx: AppContext): void {
       const { cursor, limit } = request.query;
       const page = await ctx.store.listOperators({
         limit: limit ?? PAGE_LIMIT_DEFAULT,
-        after: cursor === undefined ? undefined : decodeContractCursor(cursor),
+        after: cursor === undefined ? undefined : decodeCursor(CONTRACT_CURSOR, cursor),
       });
       return {
         success: true as const,
@@ -81,21 +83,8 @@ function contractListRoute(app: ApiInstance, ctx: AppContext): void {
           operatorAddress: checksumAddress(row.operator),
           updatedAt: isoTime(row.updatedAtMs),
         })),
-        cursor: page.next && encodeContractCursor(page.next),
+        cursor: page.next && encodeCursor(CONTRACT_CURSOR, page.next),
       };
     },
   );
-}
-
-/** A contracts cursor: the last contract of the page (its lowercase key), opaque to clients. */
-const CONTRACT_CURSOR_TEXT = /^0x[0-9a-f]{40}$/;
-
-function encodeContractCursor(contract: AddressKey): string {
-  return Buffer.from(contract).toString("base64url");
-}
-
-function decodeContractCursor(cursor: string): AddressKey {
-  const text = Buffer.from(cursor, "base64url").toString();
-  if (!CONTRACT_CURSOR_TEXT.test(text)) throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
-  return text as AddressKey;
 }

@@ -4,8 +4,10 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Static } from "@sinclair/typebox";
 import { bearerTokenOf, hashToken } from "../../auth/tokens.js";
 import type { AddressKey } from "../../domain/address.js";
+import { invalidCursor } from "../../domain/cursor.js";
 import { ApiError, validationFailed, type FieldError } from "../../domain/errors.js";
 import { STREAM_EVENT_TYPES, eventJson, type EventType } from "../../domain/events.js";
+import { cursorMessage } from "../../domain/messages.js";
 import type { EventQuery, StoredEvent } from "../../store/store.js";
 import type { ApiInstance, AppContext } from "../context.js";
 import { ServerKeys } from "../cursor-key.js";
@@ -138,7 +140,7 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
         // The store names the position `after`; resumed from the header, the header is what was wrong.
         .catch((error: unknown) => {
           throw resumeFrom !== null && error instanceof ApiError && error.code === "VALIDATION_FAILED"
-            ? validationFailed([{ path: resumeFrom.path, message: "is not a cursor returned by this service" }])
+            ? invalidCursor(resumeFrom.path, resumeFrom.cursor)
             : error;
         });
       return (
@@ -166,7 +168,12 @@ async function readPage(ctx: AppContext, stream: AddressKey | null, query: PageQ
     types: types ?? (stream === null ? null : STREAM_EVENT_TYPES),
     limit: query.limit ?? PAGE_LIMIT_DEFAULT,
   };
-  const page = await ctx.store.listEvents(listed);
+  // The store refuses an old-form position past its newest event (verifyAfter): the same cursor error as any other.
+  const page = await ctx.store.listEvents(listed).catch((error: unknown) => {
+    throw query.after !== undefined && error instanceof ApiError && error.code === "VALIDATION_FAILED"
+      ? invalidCursor("after", query.after)
+      : error;
+  });
   if (page.kind === "expired")
     throw new ApiError(
       "CURSOR_EXPIRED",
@@ -217,7 +224,7 @@ function parseQuery(
   const errors: FieldError[] = [];
   const cursor = resumeFrom ?? (query.after === undefined ? null : { cursor: query.after, path: "after" });
   const after = cursor === null ? null : cursors.decode(scope, cursor.cursor);
-  if (cursor !== null && after === null) errors.push({ path: cursor.path, message: "is not a cursor returned by this service" });
+  if (cursor !== null && after === null) errors.push({ path: cursor.path, message: cursorMessage(cursor.cursor) });
   const types = query.types === undefined ? null : typesOf(query.types, allowed, errors);
   if (errors.length > 0) throw validationFailed(errors);
   return { after, types };

@@ -3,14 +3,14 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { checksumAddress, type AddressKey } from "../../domain/address.js";
-import { validationFailed } from "../../domain/errors.js";
 import { isoOrNull, isoTime } from "../../domain/json.js";
 import { formatPoints } from "../../domain/points.js";
 import { requireAddress } from "../../domain/validate.js";
 import { availableOf, type AccountQuery, type TransferPosition, type TransferQuery, type TransferRow } from "../../store/store.js";
 import type { AppContext } from "../context.js";
 import { csvRow } from "../csv.js";
-import { MAX_CURSOR_SEQ } from "../cursor.js";
+import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
+import { TRANSFER_CURSOR } from "../cursor.js";
 import { balancesJson } from "../present.js";
 import {
   AddressParams,
@@ -60,10 +60,14 @@ export function transferRoutes(fastify: FastifyInstance, ctx: AppContext): void 
       const page = await ctx.store.listTransfers(request.grant!.contract, {
         ...transferFilters(filters),
         limit: limit ?? PAGE_LIMIT_DEFAULT,
-        after: cursor === undefined ? undefined : decodeTransferCursor(cursor),
+        after: cursor === undefined ? undefined : decodeCursor(TRANSFER_CURSOR, cursor),
         scanLimit: MAX_TRANSFERS_SCANNED_PER_PAGE,
       });
-      return { success: true as const, transfers: page.transfers.map(transferJson), cursor: page.next && encodeTransferCursor(page.next) };
+      return {
+        success: true as const,
+        transfers: page.transfers.map(transferJson),
+        cursor: page.next && encodeCursor(TRANSFER_CURSOR, page.next),
+      };
     },
   );
   app.get(
@@ -155,28 +159,6 @@ function transferJson(transfer: TransferRow) {
     finalizeAt: isoTime(transfer.finalizeAtMs),
     finalizedAt: isoOrNull(transfer.finalizedAtMs),
   };
-}
-
-/**
- * A transfers cursor: a transfer's (createdAtMs, seq, index), opaque to clients; the listing resumes
- * after it. It is the last transfer returned, or, on a filtered page cut short by
- * MAX_TRANSFERS_SCANNED_PER_PAGE, the last one examined: the same form, so cursors issued before
- * the bound existed still work.
- */
-/** PostgreSQL's transfers.idx is an INTEGER; a batch holds at most MAX_TRANSFERS_PER_BATCH_LIMIT anyway. */
-const MAX_TRANSFER_INDEX = 2 ** 31 - 1;
-const TRANSFER_CURSOR_TEXT = /^(\d{1,15})\.(\d{1,19})\.(\d{1,9})$/;
-
-function encodeTransferCursor(position: TransferPosition): string {
-  return Buffer.from(`${position.createdAtMs}.${position.seq}.${position.index}`).toString("base64url");
-}
-
-function decodeTransferCursor(cursor: string): TransferPosition {
-  const match = TRANSFER_CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString());
-  // Every part within the columns' range (seq a 64-bit integer, the index a 32-bit one): else never given out.
-  if (!match || BigInt(match[2]!) > MAX_CURSOR_SEQ || Number(match[3]) > MAX_TRANSFER_INDEX)
-    throw validationFailed([{ path: "cursor", message: "is not a cursor returned by this service" }]);
-  return { createdAtMs: Number(match[1]), seq: match[2]!, index: Number(match[3]) };
 }
 
 function sendCsv(reply: FastifyReply, filename: string, lines: AsyncGenerator<string>): FastifyReply {

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { AddressKey } from "../../domain/address.js";
 import { notFound, validationFailed, type ApiError } from "../../domain/errors.js";
 import { STREAM_EVENT_TYPES, webhookTest } from "../../domain/events.js";
+import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { isoTime } from "../../domain/json.js";
 import { MAX_RECOVERED_DELIVERIES, MAX_WEBHOOK_ENDPOINTS } from "../../domain/limits.js";
 import type { EndpointOperation, WebhookDelivery, WebhookEndpoint, WebhookEndpointChange } from "../../store/store.js";
@@ -10,6 +11,7 @@ import { newEndpointId } from "../../store/webhook-rules.js";
 import { newSecret, SECRET_ROTATION_OVERLAP_MS } from "../../webhooks/signing.js";
 import { RefusedTarget, resolveTarget } from "../../webhooks/ssrf.js";
 import type { ApiInstance, AppContext } from "../context.js";
+import { DELIVERY_CURSOR } from "../cursor.js";
 import { noStore } from "../no-store.js";
 import {
   ContractParams,
@@ -242,10 +244,15 @@ function deliveryRoutes(app: ApiInstance, ctx: AppContext): void {
     },
     async (request) => {
       const { status, cursor, limit } = request.query;
-      const query = { status, before: cursor, limit: limit ?? DELIVERY_LIST_LIMIT_DEFAULT };
+      const before = cursor === undefined ? undefined : decodeCursor(DELIVERY_CURSOR, cursor);
+      const query = { status, before, limit: limit ?? DELIVERY_LIST_LIMIT_DEFAULT };
       const page = await ctx.store.listDeliveries(request.grant!.contract, request.params.endpointId, query);
       if (!page) throw noEndpoint(request.params.endpointId);
-      return { success: true as const, deliveries: page.deliveries.map(deliveryJson), cursor: page.next };
+      return {
+        success: true as const,
+        deliveries: page.deliveries.map(deliveryJson),
+        cursor: page.next && encodeCursor(DELIVERY_CURSOR, page.next),
+      };
     },
   );
   app.post(
