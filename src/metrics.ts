@@ -78,7 +78,7 @@ function jobMetrics(registry: Registry) {
     }),
     purged: new Counter({
       name: "points_purged_total",
-      help: "rows the purge job of this process deleted, by kind (events past their retention, chunks of abandoned snapshot builds)",
+      help: "rows the purge job of this process deleted, by kind (events and finished webhook deliveries past their retention, chunks of abandoned snapshot builds)",
       labelNames: ["kind"] as const,
       registers: [registry],
     }),

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AddressKey } from "../src/domain/address.js";
 import { ApiError } from "../src/domain/errors.js";
 import { decodeCursor, encodeCursor, type CursorKind } from "../src/domain/cursor.js";
 import { cursorMessage } from "../src/domain/messages.js";
@@ -13,7 +14,7 @@ import { addContract, expectError, setupContract, type TestLedger } from "./help
 
 const b64 = (text: string) => Buffer.from(text).toString("base64url");
 const SEQ_MAX = "9223372036854775807";
-const CONTRACT = "0x00000000000000000000000000000000000000ab";
+const CONTRACT = "0x00000000000000000000000000000000000000ab" as AddressKey;
 
 /** The one error: 400 VALIDATION_FAILED with one detail, the parameter and the shared message quoting the value. */
 function expectRefused<T>(kind: CursorKind<T>, cursor: string, path = "cursor"): void {
@@ -77,7 +78,7 @@ describe("the cursor codec", () => {
   );
 
   it("refuses every part out of its range, in both forms", () => {
-    const outOfRange: [CursorKind<unknown>, string][] = [
+    const outOfRange = [
       [BATCH_CURSOR, "1.9223372036854775808"],
       [BATCH_CURSOR, "1000000000000000.1"],
       [TRANSFER_CURSOR, "1.9223372036854775808.0"],
@@ -85,7 +86,7 @@ describe("the cursor codec", () => {
       [DELIVERY_CURSOR, "0"],
       [DELIVERY_CURSOR, "9223372036854775808"],
       [CONTRACT_CURSOR, "0x00000000000000000000000000000000000000AB"], // not the lowercase key it hands out
-    ];
+    ] as [CursorKind<unknown>, string][];
     for (const [kind, parts] of outOfRange) {
       expectRefused(kind, b64(`v2.${kind.tag}.${parts}`));
       expectRefused(kind, kind === DELIVERY_CURSOR ? parts : b64(parts));
