@@ -13,7 +13,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,14 +23,9 @@ import { addressMessage, pointsMessage } from "../src/domain/messages.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { displayPoints } from "../src/console/src/lib/amounts.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
+import { HAVE_CHROMIUM, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  console.warn(
-    `console admin browser tests skipped: ${CHROMIUM} is missing. Install Debian's Chromium (apt-get install -y chromium) to run them.`,
-  );
-}
+warnWithoutChromium("console admin browser tests");
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SCREENSHOTS = join(REPO_ROOT, "console-screenshots");
@@ -39,15 +34,6 @@ const CLI = join(REPO_ROOT, "dist/src/cli/main.js");
 /** Every wait in the page is bounded by this; it waits for a real condition, never a fixed time. */
 const WAIT_MS = 20_000;
 const WIDTHS = [1280, 390] as const;
-const CHROMIUM_FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const SESSION_KEY = "points-ledger.console.session";
 const run = promisify(execFile);
 
@@ -87,7 +73,7 @@ beforeAll(async () => {
   await admin.credit(contract, "seed", "PHASE2_POINTS", "1000000");
   // Holders with exact fractional balances: a snapshot of them has leaves to prove.
   for (let i = 0; i < 5; i++) await admin.credit(recipient(i), `holder-${i}`, "PHASE2_POINTS", `${i + 1}.000000000001`);
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,14 +26,9 @@ import { displayPoints, sumPoints } from "../src/console/src/lib/amounts.js";
 import { MAX_TRANSFERS_SCANNED_PER_PAGE } from "../src/domain/limits.js";
 import { addressMessage } from "../src/domain/messages.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
+import { HAVE_CHROMIUM, installTestWallet, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  console.warn(
-    `console browser tests skipped: ${CHROMIUM} is missing. Install Debian's Chromium (apt-get install -y chromium) to run them.`,
-  );
-}
+warnWithoutChromium("console browser tests");
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SCREENSHOTS = join(REPO_ROOT, "console-screenshots");
@@ -41,15 +36,6 @@ const CLI = join(REPO_ROOT, "dist/src/cli/main.js");
 /** Every wait in the page is bounded by this; it waits for a real condition, never a fixed time. */
 const WAIT_MS = 20_000;
 const WIDTHS = [1280, 390] as const;
-const CHROMIUM_FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const run = promisify(execFile);
 
 let dir: string;
@@ -85,7 +71,7 @@ beforeAll(async () => {
   admin = new PointsAdminClient({ baseUrl: server.url, adminToken });
   await admin.setOperator(contract, operator.address);
   await admin.credit(contract, "seed", "PHASE2_POINTS", "1000000");
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
@@ -96,30 +82,7 @@ afterAll(async () => {
 
 /** A page with the wallet stand-in: EIP-6963 announce, EIP-1193 eth_requestAccounts and personal_sign. */
 async function walletPage(context: BrowserContext): Promise<Page> {
-  await context.exposeFunction("__testWalletSign", (message: string) => operator.signMessage({ message }));
-  await context.addInitScript((address: string) => {
-    const w = window as unknown as { __testWalletSign(message: string): Promise<string> };
-    const provider = {
-      request: async ({ method, params }: { method: string; params?: unknown[] }) => {
-        if (method === "eth_requestAccounts" || method === "eth_accounts") return [address];
-        if (method === "personal_sign") {
-          const hex = String(params![0]).slice(2);
-          const bytes = new Uint8Array(hex.match(/../g)!.map((pair) => parseInt(pair, 16)));
-          return w.__testWalletSign(new TextDecoder().decode(bytes));
-        }
-        throw new Error(`unsupported method ${method}`);
-      },
-    };
-    const info = {
-      uuid: "3f1c2a57-0000-4000-8000-000000000001",
-      name: "Test Wallet",
-      icon: "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E",
-      rdns: "test.wallet",
-    };
-    const announce = () => window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }));
-    window.addEventListener("eip6963:requestProvider", announce);
-    announce();
-  }, operator.address);
+  await installTestWallet(context, operator);
   return context.newPage();
 }
 

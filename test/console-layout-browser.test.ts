@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,14 +26,9 @@ import { startServer, type RunningServer } from "../src/server.js";
 import { displayPoints } from "../src/console/src/lib/amounts.js";
 import { startReceiver, type Receiver } from "./helpers/webhook-receiver.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
+import { HAVE_CHROMIUM, installTestWallet, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) {
-  console.warn(
-    `console layout browser tests skipped: ${CHROMIUM} is missing. Install Debian's Chromium (apt-get install -y chromium) to run them.`,
-  );
-}
+warnWithoutChromium("console layout browser tests");
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SCREENSHOTS = join(REPO_ROOT, "console-screenshots");
@@ -41,15 +36,6 @@ const TAKE_SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === "1";
 /** Every wait in the page is bounded by this; it waits for a real condition, never a fixed time. */
 const WAIT_MS = 20_000;
 const WIDTHS = [1280, 390] as const;
-const CHROMIUM_FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 /** Batches submitted today over the API, and the day totals the chart must show for them. */
 const FINALIZED_TODAY = [
@@ -145,7 +131,7 @@ beforeAll(async () => {
   refusing = await startShell(false);
   receiver = await startReceiver();
   await submitChartBatches(operatorClient(shell));
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_FLAGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
@@ -173,30 +159,7 @@ function collectErrors(page: Page): string[] {
 
 /** A signed-in page: the wallet stand-in (EIP-6963 + EIP-1193 personal_sign) signs the challenge. */
 async function signedInPage(context: BrowserContext, target: Shell): Promise<{ page: Page; errors: string[] }> {
-  await context.exposeFunction("__testWalletSign", (message: string) => operator.signMessage({ message }));
-  await context.addInitScript((address: string) => {
-    const w = window as unknown as { __testWalletSign(message: string): Promise<string> };
-    const provider = {
-      request: async ({ method, params }: { method: string; params?: unknown[] }) => {
-        if (method === "eth_requestAccounts" || method === "eth_accounts") return [address];
-        if (method === "personal_sign") {
-          const hex = String(params![0]).slice(2);
-          const bytes = new Uint8Array(hex.match(/../g)!.map((pair) => parseInt(pair, 16)));
-          return w.__testWalletSign(new TextDecoder().decode(bytes));
-        }
-        throw new Error(`unsupported method ${method}`);
-      },
-    };
-    const info = {
-      uuid: "3f1c2a57-0000-4000-8000-000000000002",
-      name: "Test Wallet",
-      icon: "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E",
-      rdns: "test.wallet",
-    };
-    const announce = () => window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }));
-    window.addEventListener("eip6963:requestProvider", announce);
-    announce();
-  }, operator.address);
+  await installTestWallet(context, operator);
   const page = await context.newPage();
   const errors = collectErrors(page);
   await page.goto(`${target.server.url}/console/`);

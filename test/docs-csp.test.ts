@@ -4,14 +4,12 @@
  * origin only, and Swagger UI still works under the policy: a real headless Chromium renders the
  * routes with no CSP violation. Without /usr/bin/chromium the browser test is skipped.
  */
-import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HAVE_CHROMIUM, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
 import { createTestApp, listen, type TestApp } from "./helpers/http.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) console.warn(`docs browser test skipped: ${CHROMIUM} is missing (apt-get install -y chromium to run it).`);
+warnWithoutChromium("the /docs browser test");
 const WAIT_MS = 20_000;
 
 let api: TestApp;
@@ -57,7 +55,7 @@ describe("/docs security headers", () => {
 describe.skipIf(!HAVE_CHROMIUM)("/docs in a real browser", () => {
   let browser: Browser;
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

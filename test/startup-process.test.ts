@@ -5,8 +5,7 @@
  * Needs the build (`npm test` builds first). The favicon is also decoded by a real Chromium when
  * /usr/bin/chromium exists (skipped otherwise).
  */
-import { existsSync, rmSync } from "node:fs";
-import { chromium } from "playwright-core";
+import { rmSync } from "node:fs";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -22,10 +21,9 @@ import {
   tempDir,
   type ServerProcess,
 } from "./helpers/process.js";
+import { HAVE_CHROMIUM, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) console.warn(`favicon browser check skipped: ${CHROMIUM} is missing (apt-get install -y chromium)`);
+warnWithoutChromium("the favicon browser check");
 
 const ADMIN_WARNING = "warning: ADMIN_TOKEN is not set: the admin API (/v1/admin) and the console's admin screens are off";
 
@@ -46,7 +44,11 @@ function untilStderrHas(server: ServerProcess, line: string): Promise<string> {
 
 /** Every stdout line is one JSON object: the human lines never go there. */
 function jsonLog(stdout: string): { msg?: string }[] {
-  const lines = stdout.split("\n").filter((line) => line !== "");
+  // A line still being written (no newline yet) is left for the next read.
+  const lines = stdout
+    .split("\n")
+    .slice(0, -1)
+    .filter((line) => line !== "");
   return lines.map((line) => JSON.parse(line) as { msg?: string });
 }
 
@@ -70,7 +72,11 @@ describe("serve without ADMIN_TOKEN", () => {
     expect(lines).toContain(`  API:      ${server.url}/v1`);
     expect(lines).toContain(`  console:  ${server.url}/console`);
     expect(lines).toContain(`  API docs: ${server.url}/docs`);
-    const log = jsonLog(streams(server).stdout);
+    // stdout and stderr are separate pipes: the JSON line may arrive after the human ones.
+    const log = await pollUntil("the JSON listening line", READY_TIMEOUT_MS, async () => {
+      const entries = jsonLog(streams(server).stdout);
+      return entries.some((entry) => entry.msg === "points-ledger listening") ? entries : undefined;
+    });
     expect(log.map((entry) => entry.msg)).toContain("points-ledger listening");
   });
 
@@ -92,7 +98,7 @@ describe("serve without ADMIN_TOKEN", () => {
   });
 
   it.skipIf(!HAVE_CHROMIUM)("loads the console in Chromium with no 404, and the favicon decodes as an image", async () => {
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"] });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const failed: string[] = [];
