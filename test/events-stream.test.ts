@@ -188,7 +188,15 @@ describe("GET /v1/contracts/{c}/events/stream", () => {
     const sse = await stream();
     await sse.next(isEvent);
     const closing = ledger.app.close();
-    await sse.ended;
-    await closing;
+    // Bounded well inside the test's timeout: a stream left open holds close() up for good.
+    const outcome = await Promise.race([
+      Promise.all([sse.ended, closing]).then(() => "closed" as const),
+      new Promise<"still open">((resolve) => setTimeout(() => resolve("still open"), 3000)),
+    ]);
+    expect(outcome).toBe("closed");
+    // Ended by the server at a frame boundary, after the reconnect hint: the client resumes with its last id.
+    const text = await sse.body();
+    expect(text).toMatch(/^retry: \d+\n\n/);
+    expect(text.endsWith("\n\n")).toBe(true);
   });
 });
