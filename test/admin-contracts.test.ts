@@ -150,15 +150,11 @@ function describeContractListing(database: string, open: () => Promise<Fixture>)
 
 describeContractListing("SQLite", async () => temporarySqliteStore());
 
-if (DATABASE_URL_TEST) {
-  const url = DATABASE_URL_TEST;
+if (!DATABASE_URL_TEST) console.warn(SKIP_REASON);
+// Skipped, not replaced by a placeholder that passes: the report shows the PostgreSQL listing as not run.
+describe.skipIf(!DATABASE_URL_TEST)(`on PostgreSQL${DATABASE_URL_TEST ? "" : ` (${SKIP_REASON})`}`, () => {
   describeContractListing("PostgreSQL", async () => {
-    const schema = await createTestSchema(url);
+    const schema = await createTestSchema(DATABASE_URL_TEST!);
     return { store: schema.openStore(), databaseUrl: schema.connectionString, remove: () => schema.drop() };
   });
-} else {
-  console.warn(SKIP_REASON);
-  describe.skip(`GET /v1/admin/contracts on PostgreSQL (${SKIP_REASON})`, () => {
-    it("needs DATABASE_URL_TEST", () => undefined);
-  });
-}
+});

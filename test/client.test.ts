@@ -21,6 +21,7 @@ import {
   type Signer,
   type Transfer,
 } from "../src/client/index.js";
+import { errorFromResponse } from "../src/client/errors.js";
 import { loadConfig } from "../src/config.js";
 import { parseAddress, type AddressKey } from "../src/domain/address.js";
 import { formatPoints, parsePoints } from "../src/domain/points.js";
@@ -191,6 +192,42 @@ describe("sign-in", () => {
     const error = await expectApiError(client.getBalances());
     expect([error.code, error.status]).toEqual(["UNAUTHORIZED", 401]);
     expect(client.signIns).toBe(0);
+  });
+});
+
+describe("answers without the catalogue body", () => {
+  it("take the catalogue's code for their status, UNAVAILABLE from a gateway, INTERNAL when the status names no one code", () => {
+    const expected: [number, string][] = [
+      [400, "VALIDATION_FAILED"],
+      [401, "UNAUTHORIZED"],
+      [403, "FORBIDDEN"],
+      [404, "NOT_FOUND"],
+      [409, "INTERNAL"],
+      [410, "CURSOR_EXPIRED"],
+      [413, "PAYLOAD_TOO_LARGE"],
+      [415, "UNSUPPORTED_MEDIA_TYPE"],
+      [422, "INSUFFICIENT_BALANCE"],
+      [429, "RATE_LIMITED"],
+      [500, "INTERNAL"],
+      [502, "UNAVAILABLE"],
+      [503, "UNAVAILABLE"],
+      [504, "UNAVAILABLE"],
+      [418, "INTERNAL"],
+    ];
+    for (const [status, code] of expected) {
+      const error = errorFromResponse(status, status === 503 ? null : { html: "<h1>bad gateway</h1>" }, 2);
+      expect([error.code, error.status, error.retryAfterSeconds, error.message], String(status)).toEqual([
+        code,
+        status,
+        2,
+        `HTTP ${status} without an API error body`,
+      ]);
+    }
+  });
+
+  it("keep the body's code when it is a catalogue code, whatever the status", () => {
+    const error = errorFromResponse(502, { success: false, error: { code: "RATE_LIMITED", message: "slow down" } }, undefined);
+    expect([error.code, error.status, error.message]).toEqual(["RATE_LIMITED", 502, "slow down"]);
   });
 });
 

@@ -29,17 +29,13 @@ import {
 if (!DATABASE_URL_TEST) console.warn(SKIP_REASON);
 const skipped = DATABASE_URL_TEST ? "" : ` (${SKIP_REASON})`;
 
-if (DATABASE_URL_TEST) {
-  const url = DATABASE_URL_TEST;
+// Skipped, not replaced by a placeholder that passes: the report shows the PostgreSQL suite as not run.
+describe.skipIf(!DATABASE_URL_TEST)(`on PostgreSQL${skipped}`, () => {
   describeEventsApi("PostgreSQL", async () => {
-    const schema = await createTestSchema(url);
+    const schema = await createTestSchema(DATABASE_URL_TEST!);
     return { store: schema.openStore(), databaseUrl: schema.connectionString, remove: () => schema.drop() };
   });
-} else {
-  describe.skip(`events API on PostgreSQL${skipped}`, () => {
-    it("needs DATABASE_URL_TEST", () => undefined);
-  });
-}
+});
 
 const INSTANCES = 3;
 /** Small pools (3 × 4 connections): other suites share the database server's max_connections. */

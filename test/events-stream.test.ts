@@ -136,6 +136,24 @@ describe("GET /v1/contracts/{c}/events/stream", () => {
     expect(anonymous.status).toBe(401);
   });
 
+  it("refuses an old-form cursor past the newest event, quoting the cursor the client sent, in the query or the header", async () => {
+    await start();
+    // Read once for compatibility (from before sealing), but a position past the head was never given out.
+    const future = Buffer.from("ev1:1000000").toString("base64url");
+    const message = `"${future}" is not a cursor returned by this service (pass back the previous page's \`cursor\` as it is)`;
+    for (const [headers, query, path] of [
+      [{}, `?after=${future}`, "after"],
+      [{ "last-event-id": future }, "", "Last-Event-ID"],
+    ] as const) {
+      const refused = await stream(headers, query);
+      expect(refused.status, path).toBe(400);
+      expect(JSON.parse(await refused.body()), path).toMatchObject({
+        success: false,
+        error: { code: "VALIDATION_FAILED", details: [{ path, message }] },
+      });
+    }
+  });
+
   it("bounds open streams per process, and they never take the in-flight request slots", async () => {
     // The per-contract and per-token shares at the process bound, to reach it with one token (stream-hardening.test.ts tests the shares).
     await start({
@@ -188,7 +206,15 @@ describe("GET /v1/contracts/{c}/events/stream", () => {
     const sse = await stream();
     await sse.next(isEvent);
     const closing = ledger.app.close();
-    await sse.ended;
-    await closing;
+    // Bounded well inside the test's timeout: a stream left open holds close() up for good.
+    const outcome = await Promise.race([
+      Promise.all([sse.ended, closing]).then(() => "closed" as const),
+      new Promise<"still open">((resolve) => setTimeout(() => resolve("still open"), 3000)),
+    ]);
+    expect(outcome).toBe("closed");
+    // Ended by the server at a frame boundary, after the reconnect hint: the client resumes with its last id.
+    const text = await sse.body();
+    expect(text).toMatch(/^retry: \d+\n\n/);
+    expect(text.endsWith("\n\n")).toBe(true);
   });
 });

@@ -394,10 +394,21 @@ function submitTests({ store, freshWindow }: Fixture): void {
       const now = await freshWindow();
       const [first, second] = [randomAddress(), randomAddress()];
       const batchId = randomId("shared");
-      for (const contract of [first, second]) {
-        await fund(store, contract, "PHASE2_POINTS", "1", now);
-        await submitAccepted(store, batchOf(contract, [[randomAddress(), "1"]], now, { batchId }));
+      const requests = [
+        batchOf(first, [[randomAddress(), "1"]], now, { batchId }),
+        batchOf(second, [[randomAddress(), "2"]], now, { batchId }),
+      ];
+      for (const request of requests) {
+        await fund(store, request.contract, "PHASE2_POINTS", "2", now);
+        expect((await store.submitBatch(request)).kind).toBe("accepted");
       }
+      // Each contract reads back its own batch under the shared id, and cancelling one leaves the other.
+      for (const request of requests) expect((await store.getBatch(request.contract, batchId))?.transfers).toEqual(request.transfers);
+      expect(await store.cancelBatch(first, batchId, now + 1)).toMatchObject({ kind: "cancelled", changed: true });
+      expect(await statusOf(store, first, batchId)).toBe("CANCELLED");
+      expect(await statusOf(store, second, batchId)).toBe("PENDING");
+      expect(await balanceOf(store, first)).toEqual(balance("2", "0", "0", "0"));
+      expect(await balanceOf(store, second)).toEqual(balance("2", "0", "0", "2"));
     });
 
     it("refuses a batch over the available balance and stores nothing of it", async () => {

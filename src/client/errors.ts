@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode, type ErrorDetailsByCode, type FieldError } from "../domain/errors.js";
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode, type ErrorDetailsByCode, type FieldError } from "../domain/errors.js";
 
 export type { ErrorCode, ErrorDetailsByCode, FieldError };
 
@@ -52,37 +52,18 @@ export class PointsCursorError extends Error {
   }
 }
 
+/** Statuses of gateways in front of the service (a load balancer's 502, a proxy's 504): retry shortly. */
+const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 504]);
+
 /**
- * A code for answers that do not carry the catalogue body (a load balancer's HTML 502, a
- * proxy's bare 503), so callers can always switch on `code`.
+ * The code of an answer without the catalogue body (a load balancer's HTML 502, a proxy's bare
+ * 503), so callers can always switch on `code`: the catalogue's code for that status when only
+ * one code has it, else INTERNAL.
  */
-function codeForStatus(status: number): ErrorCode {
-  switch (status) {
-    case 400:
-      return "VALIDATION_FAILED";
-    case 401:
-      return "UNAUTHORIZED";
-    case 403:
-      return "FORBIDDEN";
-    case 404:
-      return "NOT_FOUND";
-    case 410:
-      return "CURSOR_EXPIRED";
-    case 413:
-      return "PAYLOAD_TOO_LARGE";
-    case 415:
-      return "UNSUPPORTED_MEDIA_TYPE";
-    case 422:
-      return "INSUFFICIENT_BALANCE";
-    case 429:
-      return "RATE_LIMITED";
-    case 502:
-    case 503:
-    case 504:
-      return "UNAVAILABLE";
-    default:
-      return "INTERNAL";
-  }
+function codeForBareStatus(status: number): ErrorCode {
+  if (GATEWAY_STATUSES.has(status)) return "UNAVAILABLE";
+  const codes = ERROR_CODES.filter((code) => ERROR_STATUS[code] === status);
+  return codes.length === 1 ? codes[0]! : "INTERNAL";
 }
 
 interface ErrorBody {
@@ -102,5 +83,5 @@ export function errorFromResponse(status: number, body: unknown, retryAfterSecon
     const { code, message, details } = body.error;
     return new PointsApiError(code as ErrorCode, status, message, details as never, retryAfterSeconds);
   }
-  return new PointsApiError(codeForStatus(status), status, `HTTP ${status} without an API error body`, undefined, retryAfterSeconds);
+  return new PointsApiError(codeForBareStatus(status), status, `HTTP ${status} without an API error body`, undefined, retryAfterSeconds);
 }

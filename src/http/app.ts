@@ -45,7 +45,7 @@ export interface AppOptions {
 }
 
 /** How often Node checks the headers and request timeouts; bounds how late a slow client is cut off. */
-const TIMEOUT_CHECK_INTERVAL_MS = 500;
+export const TIMEOUT_CHECK_INTERVAL_MS = 500;
 /**
  * Window over which the mean event-loop delay is taken for load shedding: long enough that one
  * stall (a GC, compiling schemas at start-up) does not shed, short enough to react within a second.

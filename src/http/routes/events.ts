@@ -137,10 +137,11 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
           holder: { contract: grant.contract, token: tokenHash.toString("hex"), expiresAtMs: grant.expiresAtMs, authorized },
           idOf: (stored) => cursorOfEvent(cursors, grant.contract, stored),
         })
-        // The store names the position `after`; resumed from the header, the header is what was wrong.
+        // The store quotes its position as `after`; the client is told about the cursor it sent, header or query.
         .catch((error: unknown) => {
-          throw resumeFrom !== null && error instanceof ApiError && error.code === "VALIDATION_FAILED"
-            ? invalidCursor(resumeFrom.path, resumeFrom.cursor)
+          const sent = resumeFrom ?? (request.query.after === undefined ? null : { cursor: request.query.after, path: "after" });
+          throw sent !== null && error instanceof ApiError && error.code === "VALIDATION_FAILED"
+            ? invalidCursor(sent.path, sent.cursor)
             : error;
         });
       return (

@@ -1,5 +1,5 @@
 import type { AddressKey } from "../../domain/address.js";
-import { validationFailed } from "../../domain/errors.js";
+import { invalidCursor } from "../../domain/cursor.js";
 import type { EventType, LedgerEvent } from "../../domain/events.js";
 import type { EventPage, EventQuery, StoredEvent } from "../store.js";
 import { noteAppendedEvents, toNumber, type PgClient, type Queryable } from "./db.js";
@@ -69,11 +69,9 @@ function toStoredEvent(row: EventRow): StoredEvent {
   };
 }
 
-const neverGivenOut = () => validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
-
 function parsePosition(after: string | null): [string, string] {
   const match = POSITION.exec(after ?? BEGINNING);
-  if (!match || BigInt(match[1]!) > MAX_TX || BigInt(match[2]!) > MAX_SEQ) throw neverGivenOut();
+  if (!match || BigInt(match[1]!) > MAX_TX || BigInt(match[2]!) > MAX_SEQ) throw invalidCursor("after", after);
   return [match[1]!, match[2]!];
 }
 
@@ -126,7 +124,8 @@ export async function listEvents(db: Queryable, query: EventQuery): Promise<Even
   const newest = rows[0]?.newest ?? null;
   // An unauthenticated (old-form) position past every visible event was never given out: it
   // would hide the events written until the log reached it.
-  if (query.verifyAfter === true && !hasMore && before(newest === null ? purged : parsePosition(newest), after)) throw neverGivenOut();
+  if (query.verifyAfter === true && !hasMore && before(newest === null ? purged : parsePosition(newest), after))
+    throw invalidCursor("after", query.after);
   if (!hasMore && newest !== null && before(parsePosition(position), parsePosition(newest))) position = newest;
   return { kind: "page", events, position, hasMore };
 }

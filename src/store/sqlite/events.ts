@@ -1,5 +1,5 @@
 import type { AddressKey } from "../../domain/address.js";
-import { validationFailed } from "../../domain/errors.js";
+import { invalidCursor } from "../../domain/cursor.js";
 import type { EventType, LedgerEvent } from "../../domain/events.js";
 import type { EventPage, EventQuery, StoredEvent } from "../store.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
@@ -62,11 +62,9 @@ function toStoredEvent(row: EventRow): StoredEvent {
   };
 }
 
-const neverGivenOut = () => validationFailed([{ path: "after", message: "is not a cursor returned by this service" }]);
-
 function parsePosition(after: string | null): bigint {
   if (after === null) return 0n;
-  if (!POSITION.test(after) || BigInt(after) > MAX_SEQ) throw neverGivenOut();
+  if (!POSITION.test(after) || BigInt(after) > MAX_SEQ) throw invalidCursor("after", after);
   return BigInt(after);
 }
 
@@ -102,7 +100,7 @@ export function listEvents(db: SqliteDb, query: EventQuery): EventPage {
   const newest = hasMore ? null : (statement(db, "SELECT MAX(seq) FROM events").pluck(true).get() as bigint | null);
   // An unauthenticated (old-form) position past every event was never given out: it would hide
   // the events written until the log reached it.
-  if (query.verifyAfter === true && !hasMore && after > (newest ?? purged)) throw neverGivenOut();
+  if (query.verifyAfter === true && !hasMore && after > (newest ?? purged)) throw invalidCursor("after", query.after);
   const position = newest !== null && newest > after ? newest.toString() : (events.at(-1)?.position ?? query.after ?? purged.toString());
   return { kind: "page", events, position, hasMore };
 }
