@@ -1,6 +1,4 @@
-import Database from "better-sqlite3";
 import { randomUUID } from "node:crypto";
-import pg from "pg";
 import pino from "pino";
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,14 +7,13 @@ import { loadConfig } from "../src/config.js";
 import type { AddressKey } from "../src/domain/address.js";
 import { creditCreated, type LedgerEvent } from "../src/domain/events.js";
 import { createMetrics } from "../src/metrics.js";
-import { fanOutDeliveries as pgFanOut } from "../src/store/postgres/webhooks.js";
-import { fanOutDeliveries as sqliteFanOut } from "../src/store/sqlite/webhooks.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { newEndpointId } from "../src/store/webhook-rules.js";
 import { PurgeJob } from "../src/worker/purge.js";
 import { temporarySqliteStore } from "./helpers/app-over-store.js";
 import { assertBuilt, runCli, sqliteUrl, tempDir } from "./helpers/process.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
+import { postgresFanOutAt, sqliteFanOutAt } from "./helpers/fan-out.js";
 
 /**
  * WEBHOOK_DELIVERY_RETENTION_DAYS: validated at start, and applied by the purge job (which owns
@@ -131,12 +128,12 @@ function retentionSuite(name: string, open: () => Promise<Fixture | null>): void
 
 retentionSuite("SQLite", async () => {
   const fresh = temporarySqliteStore();
-  const raw = new Database(fresh.databaseUrl.slice("sqlite:".length));
+  const fanOut = sqliteFanOutAt(fresh.databaseUrl.slice("sqlite:".length));
   return {
     store: fresh.store,
-    emit: async (events, nowMs) => raw.transaction(() => sqliteFanOut(raw, events, nowMs)).immediate(),
+    emit: fanOut.emit,
     close: async () => {
-      raw.close();
+      await fanOut.close();
       await fresh.remove();
     },
   };
@@ -149,19 +146,5 @@ retentionSuite("PostgreSQL", async () => {
   if (!DATABASE_URL_TEST) return null;
   schema = await createTestSchema(DATABASE_URL_TEST);
   const store = schema.openStore();
-  const pool = new pg.Pool({ connectionString: schema.connectionString, max: 1 });
-  return {
-    store,
-    emit: async (events, nowMs) => {
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
-        await pgFanOut(client, events, nowMs);
-        await client.query("COMMIT");
-      } finally {
-        client.release();
-      }
-    },
-    close: () => pool.end(),
-  };
+  return { store, ...postgresFanOutAt(schema.connectionString, 1) };
 });

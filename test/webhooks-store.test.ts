@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,10 +8,10 @@ import type { AddressKey } from "../src/domain/address.js";
 import { creditCreated, webhookTest, type LedgerEvent } from "../src/domain/events.js";
 import { fanOutDeliveries as pgFanOut } from "../src/store/postgres/webhooks.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
-import { fanOutDeliveries as sqliteFanOut } from "../src/store/sqlite/webhooks.js";
 import type { AttemptOutcome, ClaimedDelivery, DeliveryClaim, LedgerStore, NewWebhookEndpoint } from "../src/store/store.js";
 import { newEndpointId } from "../src/store/webhook-rules.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
+import { postgresFanOutAt, sqliteFanOutAt } from "./helpers/fan-out.js";
 
 /**
  * The webhooks part of the store, one suite for both adapters: fan-out, the leased fair claim,
@@ -328,12 +327,12 @@ webhooksStoreSuite("webhooks store on SQLite", async () => {
   const path = join(directory, "ledger.db");
   const store = createSqliteStore({ path, synchronous: "NORMAL" });
   await store.migrate();
-  const raw = new Database(path);
+  const fanOut = sqliteFanOutAt(path);
   return {
     store,
-    emit: async (events, nowMs) => raw.transaction(() => sqliteFanOut(raw, events, nowMs)).immediate(),
+    emit: fanOut.emit,
     close: async () => {
-      raw.close();
+      await fanOut.close();
       await store.close();
     },
   };
@@ -347,21 +346,7 @@ webhooksStoreSuite("webhooks store on PostgreSQL", async () => {
   schema = await createTestSchema(DATABASE_URL_TEST);
   const store = schema.openStore();
   await store.migrate();
-  const pool = new pg.Pool({ connectionString: schema.connectionString, max: 2 });
-  return {
-    store,
-    emit: async (events, nowMs) => {
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
-        await pgFanOut(client, events, nowMs);
-        await client.query("COMMIT");
-      } finally {
-        client.release();
-      }
-    },
-    close: () => pool.end(),
-  };
+  return { store, ...postgresFanOutAt(schema.connectionString, 2) };
 });
 
 describe("webhook claims on PostgreSQL shared by several instances", () => {
