@@ -7,7 +7,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,12 +23,11 @@ import { addressMessage, pointsMessage } from "../src/domain/messages.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { displayPoints } from "../src/console/src/lib/amounts.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
-import { HAVE_CHROMIUM, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
+import { HAVE_CHROMIUM, SCREENSHOTS, launchChromium, prepareConsoleRun, recipient, warnWithoutChromium } from "./helpers/browser.js";
 
 warnWithoutChromium("console admin browser tests");
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SCREENSHOTS = join(REPO_ROOT, "console-screenshots");
 const TAKE_SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === "1";
 const CLI = join(REPO_ROOT, "dist/src/cli/main.js");
 /** Every wait in the page is bounded by this; it waits for a real condition, never a fixed time. */
@@ -48,14 +47,9 @@ const contract = getAddress(`0x${randomBytes(20).toString("hex")}`);
 const otherKey = generatePrivateKey();
 const otherContract = getAddress(`0x${randomBytes(20).toString("hex")}`);
 
-function recipient(i: number): string {
-  return getAddress(`0x${(i + 1).toString(16).padStart(40, "0")}`);
-}
-
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
-  if (!existsSync(join(REPO_ROOT, "dist/console/index.html"))) throw new Error("dist/console is missing: run `npm run build` first");
-  mkdirSync(SCREENSHOTS, { recursive: true });
+  prepareConsoleRun();
   dir = mkdtempSync(join(tmpdir(), "points-ledger-console-admin-"));
   const config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,

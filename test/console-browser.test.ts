@@ -9,7 +9,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,12 +26,19 @@ import { displayPoints, sumPoints } from "../src/console/src/lib/amounts.js";
 import { MAX_TRANSFERS_SCANNED_PER_PAGE } from "../src/domain/limits.js";
 import { addressMessage } from "../src/domain/messages.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
-import { HAVE_CHROMIUM, installTestWallet, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
+import {
+  HAVE_CHROMIUM,
+  SCREENSHOTS,
+  installTestWallet,
+  launchChromium,
+  prepareConsoleRun,
+  recipient,
+  warnWithoutChromium,
+} from "./helpers/browser.js";
 
 warnWithoutChromium("console browser tests");
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SCREENSHOTS = join(REPO_ROOT, "console-screenshots");
 const CLI = join(REPO_ROOT, "dist/src/cli/main.js");
 /** Every wait in the page is bounded by this; it waits for a real condition, never a fixed time. */
 const WAIT_MS = 20_000;
@@ -48,14 +55,9 @@ const operatorKey = generatePrivateKey();
 const operator = privateKeyToAccount(operatorKey);
 const contract = getAddress(`0x${randomBytes(20).toString("hex")}`);
 
-function recipient(i: number): string {
-  return getAddress(`0x${(i + 1).toString(16).padStart(40, "0")}`);
-}
-
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
-  if (!existsSync(join(REPO_ROOT, "dist/console/index.html"))) throw new Error("dist/console is missing: run `npm run build` first");
-  mkdirSync(SCREENSHOTS, { recursive: true });
+  prepareConsoleRun();
   dir = mkdtempSync(join(tmpdir(), "points-ledger-console-browser-"));
   config = loadConfig({
     DATABASE_URL: `sqlite:${join(dir, "ledger.db")}`,

@@ -12,10 +12,9 @@
  * (not committed).
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { type Browser, type BrowserContext, type Page } from "playwright-core";
 import { getAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -26,12 +25,18 @@ import { startServer, type RunningServer } from "../src/server.js";
 import { displayPoints } from "../src/console/src/lib/amounts.js";
 import { startReceiver, type Receiver } from "./helpers/webhook-receiver.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
-import { HAVE_CHROMIUM, installTestWallet, launchChromium, warnWithoutChromium } from "./helpers/browser.js";
+import {
+  HAVE_CHROMIUM,
+  SCREENSHOTS,
+  installTestWallet,
+  launchChromium,
+  prepareConsoleRun,
+  recipient,
+  warnWithoutChromium,
+} from "./helpers/browser.js";
 
 warnWithoutChromium("console layout browser tests");
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SCREENSHOTS = join(REPO_ROOT, "console-screenshots");
 const TAKE_SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === "1";
 /** Every wait in the page is bounded by this; it waits for a real condition, never a fixed time. */
 const WAIT_MS = 20_000;
@@ -65,10 +70,6 @@ let receiver: Receiver;
 const adminToken = randomBytes(24).toString("base64url");
 const operatorKey = generatePrivateKey();
 const operator = privateKeyToAccount(operatorKey);
-
-function recipient(i: number): string {
-  return getAddress(`0x${(i + 1).toString(16).padStart(40, "0")}`);
-}
 
 async function startShell(allowPrivateUrls: boolean): Promise<Shell> {
   const dir = mkdtempSync(join(tmpdir(), "points-ledger-console-layout-"));
@@ -125,8 +126,7 @@ async function submitChartBatches(client: PointsClient): Promise<void> {
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
-  if (!existsSync(join(REPO_ROOT, "dist/console/index.html"))) throw new Error("dist/console is missing: run `npm run build` first");
-  if (TAKE_SCREENSHOTS) mkdirSync(SCREENSHOTS, { recursive: true });
+  prepareConsoleRun();
   shell = await startShell(true);
   refusing = await startShell(false);
   receiver = await startReceiver();

@@ -1,5 +1,8 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext } from "playwright-core";
+import { getAddress } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 
 /**
@@ -64,4 +67,19 @@ export async function installTestWallet(context: BrowserContext, operator: Priva
     window.addEventListener("eip6963:requestProvider", announce);
     announce();
   }, operator.address);
+}
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+/** Where the browser tests write each screen at 1280 and 390 px (git-ignored). */
+export const SCREENSHOTS = join(REPO_ROOT, "console-screenshots");
+
+/** The browser tests serve the built console: say how to build it rather than fail obscurely. */
+export function prepareConsoleRun(): void {
+  if (!existsSync(join(REPO_ROOT, "dist/console/index.html"))) throw new Error("dist/console is missing: run `npm run build` first");
+  mkdirSync(SCREENSHOTS, { recursive: true });
+}
+
+/** The i-th of a run of distinct, readable recipient addresses (0x…01, 0x…02, …), EIP-55. */
+export function recipient(i: number): string {
+  return getAddress(`0x${(i + 1).toString(16).padStart(40, "0")}`);
 }
