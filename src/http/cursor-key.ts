@@ -1,4 +1,5 @@
-import { hkdfSync, randomBytes } from "node:crypto";
+import { hkdfSync } from "node:crypto";
+import { SERVER_KEY_BYTES, storedKeyOf } from "../auth/challenge-key.js";
 import type { AuthStore } from "../store/store.js";
 
 /**
@@ -13,28 +14,21 @@ export type ServerKeyPurpose = "events-cursor-encryption" | "events-cursor-nonce
 
 /** The row of server_keys the keys derive from. */
 const ROOT_SECRET_NAME = "server-key-root";
-const KEY_BYTES = 32;
 
 export class ServerKeys {
-  private root: Promise<Buffer> | null = null;
+  /** Read once per process; a failed read (database down) is tried again by the next request. */
+  private readonly rootSecret: () => Promise<Buffer>;
   private readonly keys = new Map<ServerKeyPurpose, Buffer>();
 
-  constructor(private readonly store: Pick<AuthStore, "serverKey">) {}
+  constructor(store: Pick<AuthStore, "serverKey">) {
+    this.rootSecret = storedKeyOf(store, ROOT_SECRET_NAME);
+  }
 
   async getServerKey(purpose: ServerKeyPurpose): Promise<Buffer> {
     const known = this.keys.get(purpose);
     if (known) return known;
-    const key = Buffer.from(hkdfSync("sha256", await this.rootSecret(), Buffer.alloc(0), `points-ledger ${purpose}`, KEY_BYTES));
+    const key = Buffer.from(hkdfSync("sha256", await this.rootSecret(), Buffer.alloc(0), `points-ledger ${purpose}`, SERVER_KEY_BYTES));
     this.keys.set(purpose, key);
     return key;
-  }
-
-  /** Read once per process; a failed read (database down) is tried again by the next request. */
-  private rootSecret(): Promise<Buffer> {
-    this.root ??= this.store.serverKey(ROOT_SECRET_NAME, randomBytes(KEY_BYTES)).catch((error: unknown) => {
-      this.root = null;
-      throw error;
-    });
-    return this.root;
   }
 }
