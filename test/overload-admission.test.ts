@@ -39,14 +39,16 @@ const BATCHES = 100;
 const PROBE_INTERVAL_MS = 250;
 /**
  * The issue's targets are admitted p99 ≤ 1 s, refusals ≤ 1 s, health ≤ 2 s on a quiet machine.
- * Measured with this test (paired runs, 2 cores shared with other suites, load average 10-18;
- * the load generator's own event loop adds to every figure): before, admitted p99 3.0-10 s, zero
- * 503, /readyz on a fresh connection 11.5-11.7 s; after, admitted p99 0.6-1.05 s alone (up to 3.8 s
- * beside other suites), refusals p99 1.0-2.0 s (4.3 s), /readyz 1.1-1.6 s (2.7 s). The bounds leave
- * room for such a machine and still fail the old behaviour.
+ * Measured with this test alone (2 cores): before admission, admitted p99 3.0-10 s, zero 503,
+ * /readyz on a fresh connection 11.5 s; with refusals answered at once, admitted p99 0.4 s but
+ * /readyz 8.3-10.4 s (libuv's poll phase, see src/http/queue-admission.ts); with refusals held to
+ * the turn's end, admitted p99 0.39-0.50 s, refusals p99 0.82-1.0 s, /readyz 0.73-0.91 s, /healthz
+ * 1.0-1.2 s. The file runs after the other suites (vitest.config.ts), but the load generator
+ * shares the 2 cores; the bounds leave room for that and still fail both earlier behaviours.
  */
-const ADMITTED_P99_BOUND_MS = 4500;
-const REFUSED_P99_BOUND_MS = 5000;
+const ADMITTED_P99_BOUND_MS = 2000;
+const REFUSED_P99_BOUND_MS = 3000;
+const READINESS_BOUND_MS = 3000;
 const PROBE_BOUND_MS = 5000;
 
 /**
@@ -218,29 +220,25 @@ describe("admission by queueing time under 1,500 concurrent clients (SQLite)", (
     const listing = `${server!.url}/v1/contracts/${contract}/batches?limit=100`;
     const load = runLoad(listing, { authorization: `Bearer ${token}` });
     await load.ramped;
-    const readiness: Probe[] = [];
-    const health: Probe[] = [];
-    const otherTenant: Probe[] = [];
-    const listingProbes: Probe[] = [];
+    // Each probe in its own loop, so one slow answer does not hold back the others.
     let loading = true;
-    const probing = (async () => {
+    const probeLoop = async (url: string, authorization?: string): Promise<Probe[]> => {
+      const answers: Probe[] = [];
       while (loading) {
-        const [ready, healthy, balance, list] = await Promise.all([
-          probe(`${server!.url}/readyz`),
-          probe(`${server!.url}/healthz`),
-          probe(`${server!.url}/v1/contracts/${otherContract}/point-balances`, `Bearer ${otherToken}`),
-          probe(listing, `Bearer ${token}`),
-        ]);
-        readiness.push(ready);
-        health.push(healthy);
-        otherTenant.push(balance);
-        listingProbes.push(list);
+        answers.push(await probe(url, authorization));
         await sleep(PROBE_INTERVAL_MS);
       }
-    })();
+      return answers;
+    };
+    const probing = Promise.all([
+      probeLoop(`${server!.url}/readyz`),
+      probeLoop(`${server!.url}/healthz`),
+      probeLoop(`${server!.url}/v1/contracts/${otherContract}/point-balances`, `Bearer ${otherToken}`),
+      probeLoop(listing, `Bearer ${token}`),
+    ]);
     const result = await load.done;
     loading = false;
-    await probing;
+    const [readiness, health, otherTenant, listingProbes] = await probing;
     expect(result.error).toBeNull();
     const summary = {
       admitted: result.admitted.length,
@@ -255,7 +253,7 @@ describe("admission by queueing time under 1,500 concurrent clients (SQLite)", (
       readyzWorstMs: Math.round(Math.max(...readiness.map((p) => p.ms))),
       healthzWorstMs: Math.round(Math.max(...health.map((p) => p.ms))),
       otherTenant: `${otherTenant.filter((p) => p.status === 200).length}×200 ${otherTenant.filter((p) => p.status === 503).length}×503, worst ${Math.round(Math.max(...otherTenant.map((p) => p.ms)))} ms`,
-      probes: readiness.length,
+      probes: { readiness: readiness.length, health: health.length },
     };
     console.log(`1,500 clients listing batches for ${LOAD_SECONDS} s: ${JSON.stringify(summary)}`);
 
@@ -265,11 +263,12 @@ describe("admission by queueing time under 1,500 concurrent clients (SQLite)", (
     expect(summary.admittedP99Ms).toBeLessThanOrEqual(ADMITTED_P99_BOUND_MS);
     expect(summary.admittedOver5s).toBe(0);
     expect(summary.refusedP99Ms).toBeLessThanOrEqual(REFUSED_P99_BOUND_MS);
-    expect(readiness.length).toBeGreaterThan(3);
+    expect(readiness.length, "readiness probes answered during the load").toBeGreaterThanOrEqual(3);
+    expect(health.length, "health probes answered during the load").toBeGreaterThanOrEqual(3);
     for (const ready of readiness) expect(ready.status).toBe(200);
     for (const healthy of health) expect(healthy.status).toBe(200);
-    expect(summary.readyzWorstMs).toBeLessThanOrEqual(PROBE_BOUND_MS);
-    expect(summary.healthzWorstMs).toBeLessThanOrEqual(PROBE_BOUND_MS);
+    expect(summary.readyzWorstMs).toBeLessThanOrEqual(READINESS_BOUND_MS);
+    expect(summary.healthzWorstMs).toBeLessThanOrEqual(READINESS_BOUND_MS);
     // Another tenant is served or refused, never left waiting; a refusal says when to retry.
     for (const answer of [...otherTenant, ...listingProbes]) {
       expect([200, 503]).toContain(answer.status);

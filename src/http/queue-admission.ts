@@ -16,6 +16,15 @@ import { unavailable } from "../domain/errors.js";
  * work per turn stays bounded, an admitted request waits about two turns at most, and the loop
  * gets back to the listening socket, health and readiness.
  *
+ * A refusal is written when the turn ends, not at once. libuv's poll phase keeps polling while
+ * every poll returns its full 1,024 events (up to 48 times), and a connection accepted meanwhile
+ * is only watched for reads once the phase ends: with 1,500 clients that resend the moment they
+ * are answered, a refusal answered at once makes its connection ready again within the phase, the
+ * phase ran for ~10 s and a fresh connection's /readyz waited all of it (measured 8.3-10.4 s).
+ * Held to the turn's end, a refused connection stays quiet for the rest of the phase, the phase
+ * ends after one pass over the busy connections, and /readyz on a fresh one answers within about
+ * two turns.
+ *
  * The first request of a turn is always admitted (progress); operational routes (health,
  * readiness, metrics) are never refused. An idle process pays nothing: no timer runs.
  */
@@ -43,8 +52,14 @@ export interface QueueAdmissionOptions {
 export function admitByQueueTime(next: RequestListener, options: QueueAdmissionOptions): RequestListener {
   if (options.maxQueueDelayMs === 0) return next;
   let turnStartedMs: number | null = null;
+  let refused: ServerResponse[] = [];
   const endTurn = () => {
     turnStartedMs = null;
+    const answers = refused;
+    refused = [];
+    for (const response of answers) {
+      if (!response.destroyed) response.writeHead(QUEUED_TOO_LONG.status, QUEUED_TOO_LONG_HEADERS).end(QUEUED_TOO_LONG_BODY);
+    }
   };
   const answeredMs = new WeakMap<Socket, number>();
   return (request, response) => {
@@ -59,7 +74,7 @@ export function admitByQueueTime(next: RequestListener, options: QueueAdmissionO
     const arrivedMs = Math.max(turnStartedMs, answeredMs.get(socket) ?? 0);
     if (nowMs - arrivedMs <= options.maxQueueDelayMs || options.isOperational(pathOf(request.url))) return next(request, response);
     options.onRefused(request);
-    response.writeHead(QUEUED_TOO_LONG.status, QUEUED_TOO_LONG_HEADERS).end(QUEUED_TOO_LONG_BODY);
+    refused.push(response);
   };
 }
 
