@@ -10,6 +10,7 @@ import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { LedgerStore } from "../store/store.js";
 import { systemClock } from "../clock.js";
 import { runDemo } from "./demo.js";
+import { redactingLoggerOptions } from "../log-redaction.js";
 
 type Options = { id?: string | undefined; asset?: string | undefined; block?: string | undefined };
 export type Command = (args: string[], options: Options, config: () => Config) => Promise<number>;
@@ -66,7 +67,7 @@ const worker: Command = async (_args, _options, config) => {
   const settings = config();
   return withStore(settings, async (store) => {
     const { default: pino } = await import("pino");
-    const log = pino({ level: settings.logLevel });
+    const log = pino(redactingLoggerOptions({ level: settings.logLevel }, [settings.adminToken]));
     const jobs = createWorker(store, settings, systemClock, null, log);
     jobs.start();
     log.info("worker running: finalize, deliver, purge");

@@ -20,6 +20,7 @@ import type { LedgerStore } from "../store/store.js";
 import { authenticateAdmin, authenticateContract, createAuthLimits } from "./auth.js";
 import type { AppContext } from "./context.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./errors.js";
+import { redactingLoggerOptions } from "../log-redaction.js";
 import { admitByQueueTime, type RequestListener } from "./queue-admission.js";
 import { adminRoutes } from "./routes/admin.js";
 import { authRoutes } from "./routes/auth.js";
@@ -124,7 +125,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const operationalPaths = new Set<string>();
   const app = Fastify({
     serverFactory: serverWithAdmission(options.config, ctx.metrics, operationalPaths),
-    logger: options.logger ?? { level: options.config.logLevel, redact: ["req.headers.authorization"] },
+    logger: loggerOf(options),
     bodyLimit: options.config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: (request) => {
@@ -315,6 +316,13 @@ function installRequestMetrics(app: FastifyInstance, metrics: Metrics): void {
       "request",
     );
   });
+}
+
+/** The logger's options: the given ones or JSON at LOG_LEVEL, every line scrubbed of secrets (src/log-redaction.ts). */
+function loggerOf(options: AppOptions): false | object {
+  if (options.logger === false) return false;
+  const given = typeof options.logger === "object" ? options.logger : { level: options.config.logLevel };
+  return redactingLoggerOptions(given, [options.config.adminToken]);
 }
 
 /** Query parameters whose values are secrets (a client may put its bearer token in the URL). */
