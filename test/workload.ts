@@ -439,7 +439,7 @@ class Workload {
   }
 
   /** The sender's batch events as `type id status`, every page read once. */
-  private async readEvents(sender: string, expectedCount: number): Promise<string[]> {
+  private async readEvents(sender: AddressKey, expectedCount: number): Promise<string[]> {
     const seen: string[] = [];
     let after: string | null = null;
     for (let page = 0; page <= expectedCount + 1; page++) {

@@ -17,10 +17,11 @@ import {
 } from "../domain/limits.js";
 import { createMetrics, recordCommittedEvents, type Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
-import { authenticateAdmin, authenticateContract, createAuthLimits } from "./auth.js";
+import { authenticateAdmin, authenticateContract, createAuthLimits, type AuthLimits } from "./auth.js";
 import type { AppContext } from "./context.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./errors.js";
 import { redactingLoggerOptions } from "../log-redaction.js";
+import { BEARER_SCHEME, declareScope } from "./access.js";
 import { admitByQueueTime, type RequestListener } from "./queue-admission.js";
 import { adminRoutes } from "./routes/admin.js";
 import { authRoutes } from "./routes/auth.js";
@@ -156,17 +157,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   operationRoutes(app, ctx);
   authRoutes(app, ctx);
   await app.register(consoleRoutes);
-  await app.register(
-    async (contractScope) => {
-      contractScope.addHook("onRequest", authenticateContract(ctx, authLimits));
-      balanceRoutes(contractScope, ctx);
-      batchRoutes(contractScope, ctx);
-      webhookRoutes(contractScope, ctx);
-      eventRoutes(contractScope, ctx);
-      transferRoutes(contractScope, ctx);
-    },
-    { prefix: "/v1/contracts/:contractAddress" },
-  );
+  await app.register(async (contractScope) => contractRoutes(contractScope, ctx, authLimits), { prefix: "/v1/contracts/:contractAddress" });
   await app.register(
     async (adminScope) => {
       adminScope.addHook("onRequest", authenticateAdmin(ctx, authLimits));
@@ -183,6 +174,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     await ctx.intake.close();
   });
   return app.decorate("drain", admission.drain);
+}
+
+/** The routes under /v1/contracts/:contractAddress: each declares its scope (access.ts), one hook authenticates them all. */
+function contractRoutes(contractScope: FastifyInstance, ctx: AppContext, authLimits: AuthLimits): void {
+  contractScope.addHook("onRoute", declareScope);
+  contractScope.addHook("onRequest", authenticateContract(ctx, authLimits));
+  balanceRoutes(contractScope, ctx);
+  batchRoutes(contractScope, ctx);
+  webhookRoutes(contractScope, ctx);
+  eventRoutes(contractScope, ctx);
+  transferRoutes(contractScope, ctx);
 }
 
 async function registerRateLimits(app: FastifyInstance): Promise<void> {
@@ -356,7 +358,8 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
   app.addHook("onRoute", documentRoute);
   await app.register(swagger, {
     openapi: {
-      openapi: "3.0.3",
+      // 3.1: a bearer scheme's security requirement may name the scope a route needs (access.ts).
+      openapi: "3.1.0",
       info: {
         title: "points-ledger",
         version: "0.1.0",
@@ -365,7 +368,16 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
           "transfers that finalize after a cancellable delay, reads balances, events and webhooks. The reference organised by task, " +
           "with a curl example of every route, is docs/api.md in the project's repository; docs/migrating.md covers moving from the Blast Points API.",
       },
-      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+      components: {
+        securitySchemes: {
+          [BEARER_SCHEME]: {
+            type: "http",
+            scheme: "bearer",
+            description:
+              "An operator's bearer token (plt_…, every scope), an API key of the contract (plk_…, the scopes it was given), or on /v1/admin the admin token. A contract route lists the scope it needs.",
+          },
+        },
+      },
     },
   });
   await app.register(async (docsScope) => {

@@ -37,6 +37,7 @@ function submitRoutes(app: ApiInstance, ctx: AppContext): void {
     scope.put(
       "/batches/:batchId",
       {
+        config: { scope: "submit" },
         schema: {
           tags,
           security,
@@ -49,7 +50,10 @@ function submitRoutes(app: ApiInstance, ctx: AppContext): void {
     );
     scope.post(
       "/batches",
-      { schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) } },
+      {
+        config: { scope: "submit" },
+        schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) },
+      },
       async (request) => submit(ctx, request.grant!.contract, randomUUID(), request.body),
     );
   });
@@ -80,6 +84,7 @@ function readRoutes(app: ApiInstance, ctx: AppContext): void {
   app.get(
     "/batches",
     {
+      config: { scope: "read" },
       schema: {
         tags,
         security,
@@ -105,7 +110,10 @@ function readRoutes(app: ApiInstance, ctx: AppContext): void {
 
   app.get(
     "/batches/:batchId",
-    { schema: { tags, security, params: BatchParams, response: responses(Responses.batchWithTransfers, 400, 401, 403, 404) } },
+    {
+      config: { scope: "read" },
+      schema: { tags, security, params: BatchParams, response: responses(Responses.batchWithTransfers, 400, 401, 403, 404) },
+    },
     async (request, reply) => {
       const batch = await ctx.store.getBatch(request.grant!.contract, request.params.batchId);
       if (!batch) throw notFound(`no batch ${request.params.batchId} for this contract`);
@@ -118,7 +126,10 @@ function readRoutes(app: ApiInstance, ctx: AppContext): void {
 function cancelRoute(app: ApiInstance, ctx: AppContext): void {
   app.delete(
     "/batches/:batchId",
-    { schema: { tags, security, params: BatchParams, response: responses(Responses.batch, 400, 401, 403, 404, "BATCH_NOT_CANCELLABLE") } },
+    {
+      config: { scope: "cancel" },
+      schema: { tags, security, params: BatchParams, response: responses(Responses.batch, 400, 401, 403, 404, "BATCH_NOT_CANCELLABLE") },
+    },
     async (request) => {
       const { batchId } = request.params;
       const result = await ctx.store.cancelBatch(request.grant!.contract, batchId, ctx.clock.now());

@@ -9,6 +9,7 @@ export function balanceRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   app.get(
     "/point-balances",
     {
+      config: { scope: "read" },
       schema: {
         tags: ["balances"],
         security: [{ bearer: [] }],

@@ -77,6 +77,7 @@ export function eventRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   app.get(
     "/events",
     {
+      config: { scope: "read" },
       schema: {
         tags,
         security,
@@ -108,7 +109,7 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
   app.get(
     "/events/stream",
     {
-      config: { longLived: true },
+      config: { longLived: true, scope: "read" },
       schema: {
         tags,
         security,

@@ -47,6 +47,7 @@ export function transferRoutes(fastify: FastifyInstance, ctx: AppContext): void 
   app.get(
     "/transfers",
     {
+      config: { scope: "read" },
       schema: {
         tags,
         security,
@@ -73,7 +74,7 @@ export function transferRoutes(fastify: FastifyInstance, ctx: AppContext): void 
   app.get(
     "/transfers.csv",
     {
-      config: { streamedRead: true },
+      config: { streamedRead: true, scope: "read" },
       schema: {
         tags,
         security,

@@ -95,6 +95,7 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
   app.post(
     "/webhook-endpoints",
     {
+      config: { scope: "webhooks" },
       onRequest: noStore,
       schema: {
         tags,
@@ -125,7 +126,10 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
   );
   app.get(
     "/webhook-endpoints",
-    { schema: { tags, security, params: ContractParams, response: responses(WebhookResponses.endpoints, 400, 401, 403) } },
+    {
+      config: { scope: "read" },
+      schema: { tags, security, params: ContractParams, response: responses(WebhookResponses.endpoints, 400, 401, 403) },
+    },
     async (request) => ({
       success: true as const,
       endpoints: (await ctx.store.listWebhookEndpoints(request.grant!.contract)).map(endpointJson),
@@ -133,7 +137,10 @@ function endpointRoutes(app: ApiInstance, ctx: AppContext): void {
   );
   app.get(
     "/webhook-endpoints/:endpointId",
-    { schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.endpoint, 400, 401, 403, 404) } },
+    {
+      config: { scope: "read" },
+      schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.endpoint, 400, 401, 403, 404) },
+    },
     async (request) => {
       const endpoint = await ctx.store.getWebhookEndpoint(request.grant!.contract, request.params.endpointId);
       if (!endpoint) throw noEndpoint(request.params.endpointId);
@@ -146,6 +153,7 @@ function endpointChangeRoutes(app: ApiInstance, ctx: AppContext): void {
   app.patch(
     "/webhook-endpoints/:endpointId",
     {
+      config: { scope: "webhooks" },
       schema: {
         tags,
         security,
@@ -167,7 +175,10 @@ function endpointChangeRoutes(app: ApiInstance, ctx: AppContext): void {
   );
   app.delete(
     "/webhook-endpoints/:endpointId",
-    { schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.deleted, 400, 401, 403, 404) } },
+    {
+      config: { scope: "webhooks" },
+      schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.deleted, 400, 401, 403, 404) },
+    },
     async (request) => {
       if (!(await ctx.store.deleteWebhookEndpoint(request.grant!.contract, request.params.endpointId)))
         throw noEndpoint(request.params.endpointId);
@@ -180,6 +191,7 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
   app.post(
     "/webhook-endpoints/:endpointId/rotate-secret",
     {
+      config: { scope: "webhooks" },
       onRequest: noStore,
       schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.secret, 400, 401, 403, 404) },
     },
@@ -199,7 +211,10 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
   );
   app.post(
     "/webhook-endpoints/:endpointId/test",
-    { schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.test, 400, 401, 403, 404) } },
+    {
+      config: { scope: "webhooks" },
+      schema: { tags, security, params: WebhookEndpointParams, response: responses(WebhookResponses.test, 400, 401, 403, 404) },
+    },
     async (request) => {
       const contract: AddressKey = request.grant!.contract;
       const { endpointId } = request.params;
@@ -211,6 +226,7 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
   app.post(
     "/webhook-endpoints/:endpointId/recover",
     {
+      config: { scope: "webhooks" },
       schema: {
         tags,
         security,
@@ -234,6 +250,7 @@ function deliveryRoutes(app: ApiInstance, ctx: AppContext): void {
   app.get(
     "/webhook-endpoints/:endpointId/deliveries",
     {
+      config: { scope: "read" },
       schema: {
         tags,
         security,
@@ -257,7 +274,10 @@ function deliveryRoutes(app: ApiInstance, ctx: AppContext): void {
   );
   app.post(
     "/webhook-endpoints/:endpointId/deliveries/:deliveryId/retry",
-    { schema: { tags, security, params: WebhookDeliveryParams, response: responses(WebhookResponses.delivery, 400, 401, 403, 404) } },
+    {
+      config: { scope: "webhooks" },
+      schema: { tags, security, params: WebhookDeliveryParams, response: responses(WebhookResponses.delivery, 400, 401, 403, 404) },
+    },
     async (request) => {
       const { endpointId, deliveryId } = request.params;
       const operation = await ctx.store.retryDelivery(request.grant!.contract, endpointId, deliveryId, ctx.clock.now());

@@ -1,0 +1,30 @@
+/**
+ * Which credential a contract route needs is said once, in the route's definition: its `scope`
+ * (API.md "API keys", Scopes). The contract scope's one authentication hook (auth.ts) reads it,
+ * and OpenAPI shows it as the route's security requirement; a route added without one stops the
+ * app at start-up, so no route can be reachable with a weaker check than its neighbours.
+ */
+import type { RouteOptions } from "fastify";
+import { API_KEY_SCOPES, type ApiKeyScope } from "../domain/api-keys.js";
+import { assertInvariant } from "../domain/errors.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The scope a contract route needs (an operator's bearer token holds every scope). */
+    scope?: ApiKeyScope;
+  }
+}
+
+/** The security scheme every contract route names (OpenAPI components.securitySchemes). */
+export const BEARER_SCHEME = "bearer";
+
+/** onRoute hook of the contract routes: requires the route's scope and writes it into its OpenAPI security. */
+export function declareScope(route: RouteOptions): void {
+  const scope = route.config?.scope;
+  assertInvariant(
+    scope !== undefined && (API_KEY_SCOPES as readonly string[]).includes(scope),
+    `${String(route.method)} ${route.url} must declare config.scope (one of ${API_KEY_SCOPES.join(", ")})`,
+  );
+  // OpenAPI 3.1 lets a bearer scheme's requirement list the roles the operation needs.
+  if (route.schema !== undefined) route.schema = { ...route.schema, security: [{ [BEARER_SCHEME]: [scope] }] };
+}
