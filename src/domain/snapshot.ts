@@ -1,5 +1,6 @@
 import sha3 from "js-sha3";
 import type { AddressKey } from "./address.js";
+import { availableOf, type Balance } from "./balance.js";
 import type { PointType } from "./batch.js";
 import { assertInvariant } from "./errors.js";
 import { isoTime } from "./json.js";
@@ -41,6 +42,49 @@ export interface SnapshotLeaf {
   address: `0x${string}`;
   amount: bigint;
   treeIndex: number;
+}
+
+/** Every positive amount of one point type at one consistent moment, by address (columns, for memory). */
+export interface SnapshotHoldings {
+  addresses: AddressKey[];
+  /** In units of 10^-12 point, each > 0. */
+  units: bigint[];
+}
+
+/** One account row of a holdings read: its address and its `measure` of the point type. */
+export interface MeasuredAccount {
+  address: string;
+  units: bigint;
+}
+
+/** An account's amount in a snapshot of `measure` (PostgreSQL computes the same in SQL: MEASURE_SQL). */
+export function measuredUnits(balance: Balance, measure: SnapshotMeasure): bigint {
+  return measure === "available" ? availableOf(balance) : balance.receivedCumulative;
+}
+
+/**
+ * What goes into a snapshot, decided once for both adapters: from one page of a holdings read
+ * (rows after `after`, by address), the accounts whose amount is positive. A negative amount or
+ * a row out of address order is a broken ledger or a broken read, so it stops the build rather
+ * than publishing a wrong tree. Returns the address to read after, or null when the page was
+ * the last one (shorter than `pageSize`).
+ */
+export function addHoldingsPage(
+  holdings: SnapshotHoldings,
+  after: string,
+  page: readonly MeasuredAccount[],
+  pageSize: number,
+): string | null {
+  let previous = after;
+  for (const { address, units } of page) {
+    assertInvariant(address > previous, `holdings read out of address order at ${address}`);
+    assertInvariant(units >= 0n, `negative snapshot amount for ${address}`);
+    previous = address;
+    if (units === 0n) continue;
+    holdings.addresses.push(address as AddressKey);
+    holdings.units.push(units);
+  }
+  return page.length === pageSize ? previous : null;
 }
 
 /** points × 10^decimals, exactly: units are 10^-12 point and decimals ≥ 12. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../domain/address.js";
-import { unavailable } from "../domain/errors.js";
+import { assertInvariant, unavailable } from "../domain/errors.js";
 import { snapshotCreated } from "../domain/events.js";
 import { buildStandardTree, NODE_BYTES, proofIndexes } from "../domain/merkle.js";
 import { formatPoints } from "../domain/points.js";
@@ -19,13 +19,7 @@ import {
   type SnapshotLeaf,
   type SnapshotRequest,
 } from "../domain/snapshot.js";
-import {
-  SnapshotBuildAbandonedError,
-  type LedgerStore,
-  type NewSnapshot,
-  type SnapshotCreateResult,
-  type SnapshotsStore,
-} from "../store/store.js";
+import { SnapshotBuildAbandonedError, type NewSnapshot, type SnapshotCreateResult, type SnapshotsStore } from "../store/ports/snapshots.js";
 
 /**
  * Taking a snapshot (docs/api.md, Snapshots): one consistent read of the holdings (the store's job),
@@ -62,7 +56,7 @@ export type TakeResult =
 
 let building = 0;
 
-export async function takeSnapshot(store: LedgerStore, request: SnapshotRequest, nowMs: () => number): Promise<TakeResult> {
+export async function takeSnapshot(store: SnapshotsStore, request: SnapshotRequest, nowMs: () => number): Promise<TakeResult> {
   // A reuse is answered before any work (and again at publication, for a race between instances).
   const existing = await store.getSnapshot(request.id);
   if (existing) return { kind: "exists", snapshot: existing, matchesRequest: snapshotMatchesRequest(existing, request) };
@@ -92,6 +86,7 @@ export async function buildSnapshot(
   units: readonly bigint[],
   nowMs: () => number,
 ): Promise<NewSnapshot> {
+  assertInvariant(addresses.length === units.length, "snapshot holdings: one amount per address");
   const amountAt = (index: number) => amountOf(units[index]!, request.decimals);
   const tree = await buildStandardTree(addresses, amountAt);
   const leafChunks = await leafChunksOf(addresses, amountAt, tree.treeIndexes);
@@ -100,6 +95,8 @@ export async function buildSnapshot(
   for (let start = 0; start < tree.nodes.length; start += chunkBytes) nodeChunks.push(tree.nodes.subarray(start, start + chunkBytes));
   let totalUnits = 0n;
   for (const unit of units) totalUnits += unit;
+  // Every leaf is positive (addHoldingsPage), so a tree with leaves has a positive total.
+  assertInvariant(totalUnits > 0n, `snapshot ${request.id} has leaves but a total of ${totalUnits}`);
   const snapshot: Snapshot = { ...request, takenAtMs, root: tree.root, leafCount: addresses.length, totalUnits };
   return { snapshot, buildId: randomUUID(), leafChunks, nodeChunks, event: snapshotCreated(snapshotJson(snapshot), nowMs()) };
 }
@@ -160,7 +157,7 @@ export interface SnapshotProof {
 }
 
 /** The proof of `address` (reads one leaf chunk and the node chunks on its path), or null when it is not in the snapshot. */
-export async function snapshotProof(store: LedgerStore, snapshot: Snapshot, address: AddressKey): Promise<SnapshotProof | null> {
+export async function snapshotProof(store: SnapshotsStore, snapshot: Snapshot, address: AddressKey): Promise<SnapshotProof | null> {
   const text = await store.findSnapshotLeafChunk(snapshot.id, address);
   const leaf = text === null ? undefined : decodeLeafChunk(text).find((candidate) => candidate.address.toLowerCase() === address);
   if (leaf === undefined) return null;
@@ -180,7 +177,7 @@ export async function snapshotProof(store: LedgerStore, snapshot: Snapshot, addr
  * time: `values` in address order, each with its treeIndex. Pulled by the reply stream, so its
  * memory stays a few chunks whatever the snapshot's size.
  */
-export async function* treeDumpText(store: LedgerStore, snapshotId: string): AsyncGenerator<string> {
+export async function* treeDumpText(store: SnapshotsStore, snapshotId: string): AsyncGenerator<string> {
   yield '{"format":"standard-v1","leafEncoding":["address","uint256"],"tree":[';
   let separator = "";
   for (let from = 0; ; from += DUMP_CHUNKS_PER_READ) {
