@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../domain/address.js";
 import { assertInvariant, unavailable } from "../domain/errors.js";
+import { MAX_SNAPSHOTS_BUILDING, SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS, SNAPSHOT_CHUNKS_PER_WRITE } from "../domain/limits.js";
 import { snapshotCreated } from "../domain/events.js";
 import { buildStandardTree, NODE_BYTES, proofIndexes } from "../domain/merkle.js";
 import { formatPoints } from "../domain/points.js";
@@ -29,22 +30,9 @@ import { SnapshotBuildAbandonedError, type NewSnapshot, type SnapshotCreateResul
  * finalization go on meanwhile: nothing here holds a lock or blocks the event loop for long.
  */
 
-/**
- * Snapshots built at once per process: a 1,000,000-address build takes ≈ 0.5 GB at its peak
- * (docs/payouts.md), so a second one waits (503 + Retry-After) instead of doubling that.
- */
-export const MAX_SNAPSHOTS_BUILDING = 1;
-const BUILDING_RETRY_AFTER_SECONDS = 10;
-/** Chunk rows stored per transaction (≈ 1-2.5 MB): a build holds SQLite's write lock only that long at a time. */
-export const SNAPSHOT_CHUNKS_PER_WRITE = 32;
-/**
- * A build that has written nothing for this long is abandoned: the purge job (src/worker/purge.ts)
- * deletes its chunks. Every chunk write is a sign of life and they come a fraction of a second
- * apart (a 1,000,000-address build writes ≈ 3,000 chunks in under a minute), so only a build
- * whose process died, or stalled for an hour, meets it; an hour also covers clock skew between
- * instances. A build given up on can neither write nor publish again (the store refuses).
- */
-export const SNAPSHOT_BUILD_ABANDONED_AFTER_MS = 3600_000;
+// The bounds of a build (MAX_SNAPSHOTS_BUILDING, SNAPSHOT_CHUNKS_PER_WRITE, SNAPSHOT_BUILD_ABANDONED_AFTER_MS)
+// are in domain/limits.ts with the others docs/limits.md names; the last is re-exported for the build's tests.
+export { SNAPSHOT_BUILD_ABANDONED_AFTER_MS } from "../domain/limits.js";
 /** Chunk rows read per query while the dump is streamed. */
 const DUMP_CHUNKS_PER_READ = 8;
 
@@ -61,7 +49,7 @@ export async function takeSnapshot(store: SnapshotsStore, request: SnapshotReque
   const existing = await store.getSnapshot(request.id);
   if (existing) return { kind: "exists", snapshot: existing, matchesRequest: snapshotMatchesRequest(existing, request) };
   if (building >= MAX_SNAPSHOTS_BUILDING)
-    throw unavailable("another snapshot is being taken; retry when it is done", BUILDING_RETRY_AFTER_SECONDS);
+    throw unavailable("another snapshot is being taken; retry when it is done", SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS);
   building += 1;
   try {
     const takenAtMs = nowMs();
@@ -125,7 +113,10 @@ export async function storeSnapshot(store: SnapshotsStore, created: NewSnapshot,
     // the build is abandoned an hour after its last write instead.
     await store.abandonSnapshotBuild(buildId).catch(() => undefined);
     if (error instanceof SnapshotBuildAbandonedError) {
-      throw unavailable("the snapshot build stalled for too long and was given up; take the snapshot again", BUILDING_RETRY_AFTER_SECONDS);
+      throw unavailable(
+        "the snapshot build stalled for too long and was given up; take the snapshot again",
+        SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS,
+      );
     }
     throw error;
   }
