@@ -11,7 +11,7 @@ import {
   snapshotJson,
   type SnapshotMeasure,
 } from "../domain/snapshot.js";
-import { emptySnapshotMessage, noSnapshotMessage, oneOfMessage } from "../domain/messages.js";
+import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage, oneOfMessage } from "../domain/messages.js";
 import { requireAddress } from "../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../snapshots/snapshots.js";
 import { openStore } from "../store/open.js";
@@ -90,7 +90,7 @@ export async function snapshotCommand(argv: string[], config: () => Config): Pro
           return 1;
         }
         if (result.kind === "exists")
-          console.error(`snapshot ${request.id} already exists (matches this request: ${result.matchesRequest})`);
+          console.error(`${alreadyExistsMessage("snapshot", request.id)} (matches this request: ${result.matchesRequest})`);
         console.log(JSON.stringify(snapshotJson(result.snapshot), null, 2));
         return result.kind === "created" || result.matchesRequest ? 0 : 1;
       });

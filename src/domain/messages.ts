@@ -96,6 +96,11 @@ export function oneOfMessage(choices: readonly unknown[]): string {
   return `must be one of ${choices.join(", ")}`;
 }
 
+/** The id of a batch, credit or snapshot already taken (BATCH_ID_EXISTS, CREDIT_ID_EXISTS, SNAPSHOT_ID_EXISTS, and the CLI's lines). */
+export function alreadyExistsMessage(kind: "batch" | "credit" | "snapshot", id: string): string {
+  return `${kind} ${id} already exists`;
+}
+
 /** A snapshot id that names no snapshot. */
 export function noSnapshotMessage(snapshotId: string): string {
   return `no snapshot ${snapshotId}`;

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { checksumAddress, ZERO_ADDRESS_KEY } from "../../domain/address.js";
 import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { ApiError, validationFailed } from "../../domain/errors.js";
-import { ZERO_ADDRESS_MESSAGE } from "../../domain/messages.js";
+import { alreadyExistsMessage, ZERO_ADDRESS_MESSAGE } from "../../domain/messages.js";
 import { isoTime } from "../../domain/json.js";
 import { PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
 import { requireAddress, requirePoints } from "../../domain/validate.js";
@@ -54,7 +54,10 @@ export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
         block: request.body.block ?? null,
       });
       if (result.kind === "exists") {
-        throw new ApiError("CREDIT_ID_EXISTS", `credit ${creditId} already exists`, { creditId, matchesRequest: result.matchesRequest });
+        throw new ApiError("CREDIT_ID_EXISTS", alreadyExistsMessage("credit", creditId), {
+          creditId,
+          matchesRequest: result.matchesRequest,
+        });
       }
       if (result.kind === "overflow") {
         throw validationFailed([

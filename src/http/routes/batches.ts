@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
-import { INVALID_TIME_MESSAGE } from "../../domain/messages.js";
+import { alreadyExistsMessage, INVALID_TIME_MESSAGE } from "../../domain/messages.js";
 import type { AddressKey } from "../../domain/address.js";
 import { formatPoints } from "../../domain/points.js";
 import type { ApiInstance, AppContext } from "../context.js";
@@ -64,7 +64,7 @@ async function submit(ctx: AppContext, contract: AddressKey, batchId: string, bo
     case "accepted":
       return { success: true as const, batchId };
     case "exists":
-      throw new ApiError("BATCH_ID_EXISTS", `batch ${batchId} already exists`, {
+      throw new ApiError("BATCH_ID_EXISTS", alreadyExistsMessage("batch", batchId), {
         batchId,
         status: result.status,
         matchesRequest: result.matchesRequest,

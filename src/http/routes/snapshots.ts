@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
 import { RATE_LIMIT_WINDOW_MS } from "../../domain/limits.js";
-import { emptySnapshotMessage, noSnapshotMessage } from "../../domain/messages.js";
+import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage } from "../../domain/messages.js";
 import { SNAPSHOT_DECIMALS_DEFAULT, snapshotJson } from "../../domain/snapshot.js";
 import { requireAddress } from "../../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../../snapshots/snapshots.js";
@@ -40,7 +40,7 @@ export function snapshotAdminRoutes(fastify: FastifyInstance, ctx: AppContext): 
       const { pointType, measure = "available", decimals = SNAPSHOT_DECIMALS_DEFAULT } = request.body;
       const result = await takeSnapshot(ctx.store, { id: snapshotId, pointType, measure, decimals }, () => ctx.clock.now());
       if (result.kind === "exists") {
-        throw new ApiError("SNAPSHOT_ID_EXISTS", `snapshot ${snapshotId} already exists`, {
+        throw new ApiError("SNAPSHOT_ID_EXISTS", alreadyExistsMessage("snapshot", snapshotId), {
           snapshotId,
           matchesRequest: result.matchesRequest,
         });
