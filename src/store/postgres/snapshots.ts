@@ -45,8 +45,7 @@ async function readPage(
            WHERE a.address > $1 AND a.point_type = $2 ORDER BY a.address LIMIT $3`,
     values: [after, pointType, HOLDINGS_PER_PAGE],
   });
-  const page = rows.map((row) => ({ address: row.address, units: toUnits(row.amount) }));
-  return addHoldingsPage(holdings, after, page, HOLDINGS_PER_PAGE);
+  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => toUnits(row.amount));
 }
 
 /**

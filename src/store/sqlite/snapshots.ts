@@ -56,8 +56,7 @@ function readPage(db: SqliteDb, pointType: PointType, measure: SnapshotMeasure, 
     pointType,
     HOLDINGS_PER_PAGE,
   ) as (AccountRow & { address: string })[];
-  const page = rows.map((row) => ({ address: row.address, units: measuredUnits(toBalance(row), measure) }));
-  return addHoldingsPage(holdings, after, page, HOLDINGS_PER_PAGE);
+  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => measuredUnits(toBalance(row), measure));
 }
 
 /**
