@@ -2,6 +2,7 @@ import { availableParallelism } from "node:os";
 import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS, MAX_FINALIZE_SECONDS_LIMIT, MAX_TRANSFERS_PER_BATCH_LIMIT } from "./domain/limits.js";
 import { DEFAULT_EVENT_STREAMS_PER_CONTRACT, DEFAULT_EVENT_STREAMS_PER_TOKEN, MAX_EVENT_STREAMS } from "./domain/limits.js";
 import { ASSET_PATTERN, DEFAULT_BALANCE_ASSETS, DEFAULT_POINT_TYPES, POINT_TYPE_PATTERN, type PointType } from "./domain/batch.js";
+import { oneOfMessage } from "./domain/messages.js";
 import { parsePoints } from "./domain/points.js";
 
 /**
@@ -115,7 +116,7 @@ function readChoice<T extends string>(env: Env, name: string, fallback: T, choic
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   if (!(choices as readonly string[]).includes(raw)) {
-    throw new ConfigError(name, `must be one of ${choices.join(", ")}, got "${raw}"`);
+    throw new ConfigError(name, `${oneOfMessage(choices)}, got "${raw}"`);
   }
   return raw as T;
 }

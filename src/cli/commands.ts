@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Config } from "../config.js";
 import { checksumAddress } from "../domain/address.js";
 import { ASSET_PATTERN, MAX_BLOCK } from "../domain/batch.js";
+import { alreadyExistsMessage } from "../domain/messages.js";
 import { requireAddress, requirePoints } from "../domain/validate.js";
 import { createWorker } from "../worker/index.js";
 import { STOPPED_LINE, startServer, startupLines } from "../server.js";
@@ -117,7 +118,7 @@ const credit: Command = async (args, options, config) => {
   return withStore(settings, async (store) => {
     const result = await store.credit({ address, creditId, pointType, amount, createdAtMs: Date.now(), ...source });
     if (result.kind === "credited") console.log(`credited ${args[2]} ${pointType} to ${checksumAddress(address)} (creditId ${creditId})`);
-    else if (result.kind === "exists") console.log(`credit ${creditId} already exists (matches: ${result.matchesRequest})`);
+    else if (result.kind === "exists") console.log(`${alreadyExistsMessage("credit", creditId)} (matches: ${result.matchesRequest})`);
     else console.log(`refused: the total supply of ${pointType} (all credits together) would pass 10^18 points`);
     return result.kind === "credited" || (result.kind === "exists" && result.matchesRequest) ? 0 : 1;
   });

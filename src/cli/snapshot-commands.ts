@@ -11,6 +11,7 @@ import {
   snapshotJson,
   type SnapshotMeasure,
 } from "../domain/snapshot.js";
+import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage, oneOfMessage } from "../domain/messages.js";
 import { requireAddress } from "../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../snapshots/snapshots.js";
 import { openStore } from "../store/open.js";
@@ -65,9 +66,9 @@ function takeOptions(
 ): { pointType: string; measure: SnapshotMeasure; decimals: number } {
   const pointType = values["point-type"];
   if (pointType === undefined || !config.pointTypes.includes(pointType))
-    throw new UsageError(`--point-type must be one of ${config.pointTypes.join(", ")} (POINT_TYPES)`);
+    throw new UsageError(`--point-type ${oneOfMessage(config.pointTypes)} (POINT_TYPES)`);
   const measure = (values.measure ?? "available") as SnapshotMeasure;
-  if (!SNAPSHOT_MEASURES.includes(measure)) throw new UsageError(`--measure must be one of ${SNAPSHOT_MEASURES.join(", ")}`);
+  if (!SNAPSHOT_MEASURES.includes(measure)) throw new UsageError(`--measure ${oneOfMessage(SNAPSHOT_MEASURES)}`);
   const decimals = values.decimals === undefined ? SNAPSHOT_DECIMALS_DEFAULT : Number(values.decimals);
   if (!Number.isInteger(decimals) || decimals < SNAPSHOT_DECIMALS_MIN || decimals > SNAPSHOT_DECIMALS_MAX) {
     throw new UsageError(`--decimals must be a whole number from ${SNAPSHOT_DECIMALS_MIN} to ${SNAPSHOT_DECIMALS_MAX}`);
@@ -85,11 +86,11 @@ export async function snapshotCommand(argv: string[], config: () => Config): Pro
       return withStore(settings, async (store) => {
         const result = await takeSnapshot(store, request, Date.now);
         if (result.kind === "empty") {
-          console.error(`no address holds a positive ${request.measure} of ${request.pointType}: nothing to snapshot`);
+          console.error(emptySnapshotMessage(request.measure, request.pointType));
           return 1;
         }
         if (result.kind === "exists")
-          console.error(`snapshot ${request.id} already exists (matches this request: ${result.matchesRequest})`);
+          console.error(`${alreadyExistsMessage("snapshot", request.id)} (matches this request: ${result.matchesRequest})`);
         console.log(JSON.stringify(snapshotJson(result.snapshot), null, 2));
         return result.kind === "created" || result.matchesRequest ? 0 : 1;
       });
@@ -112,7 +113,7 @@ async function read(
 ): Promise<number> {
   const snapshot = await store.getSnapshot(id);
   if (snapshot === null) {
-    console.error(`no snapshot ${id}`);
+    console.error(noSnapshotMessage(id));
     return 1;
   }
   if (action === "show") {

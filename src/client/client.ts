@@ -1,4 +1,5 @@
 import { checksumAddress, parseAddress } from "../domain/address.js";
+import { DELIVERY_LIST_LIMIT_MAX } from "../domain/limits.js";
 import { addressMessage } from "../domain/messages.js";
 import { PointsApiError, PointsCursorError, PointsInputError, PointsNetworkError } from "./errors.js";
 import { OperatorSession, signerOf, type OperatorCredential, type SessionOptions } from "./session.js";
@@ -49,10 +50,10 @@ export interface PointsClientOptions extends TransportOptions, SessionOptions {
   operator: OperatorCredential;
 }
 
-/** A page size for iteration; the server allows up to 1000. */
+/** A page size for iteration, within the server's PAGE_LIMIT_MAX (1000). */
 const DEFAULT_PAGE_SIZE = 500;
 /** The server's largest page of webhook deliveries. */
-const DELIVERY_PAGE_SIZE = 250;
+const DELIVERY_PAGE_SIZE = DELIVERY_LIST_LIMIT_MAX;
 /** A page loop that has not ended after this many pages is a bug somewhere, not a big ledger. */
 const MAX_PAGES = 1_000_000;
 /** A download's wait for its headers, then for each chunk, unless `timeoutMs` says otherwise (the transport's default). */

@@ -19,6 +19,7 @@ export interface ConsoleLogin {
 const CHALLENGE_DATA = /^[A-Za-z0-9_-]{1,128}$/;
 const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const DAMAGED_LINK_MESSAGE = "the login link is damaged: copy it again whole";
 
 export function consoleLoginUrl(baseUrl: string, login: ConsoleLogin): string {
   const fragment = new URLSearchParams({ login: `${login.challengeData}.${login.signature}`, contract: login.contractAddress });
@@ -35,10 +36,7 @@ export function parseConsoleLogin(fragment: string): ConsoleLogin | null {
   const signature = login.slice(dot + 1);
   const contractAddress = params.get("contract") ?? "";
   if (dot === -1 || !CHALLENGE_DATA.test(challengeData) || !SIGNATURE.test(signature) || !ADDRESS.test(contractAddress)) {
-    throw new PointsInputError(
-      [{ path: "login", message: "the login link is damaged: copy it again whole" }],
-      "the login link is damaged: copy it again whole",
-    );
+    throw new PointsInputError([{ path: "login", message: DAMAGED_LINK_MESSAGE }], DAMAGED_LINK_MESSAGE);
   }
   return { contractAddress, challengeData, signature };
 }

@@ -82,7 +82,7 @@ export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
  * list ends with one `(more)` entry saying how many more were found, so a hostile body cannot make
  * the answer (or its serialization) grow with its size.
  */
-export function validationFailed(details: FieldError[], message = "request validation failed"): ApiError {
+export function validationFailed(details: FieldError[], message: string = ERROR_CATALOGUE.VALIDATION_FAILED.message): ApiError {
   return new ApiError("VALIDATION_FAILED", message, capDetails(details));
 }
 
@@ -104,7 +104,7 @@ export function capDetails(details: FieldError[], moreCount = 0): FieldError[] {
 
 const MORE_COUNT = /^(\d+) more/;
 
-export function unauthorized(message = "missing, malformed, unknown or expired bearer token"): ApiError {
+export function unauthorized(message: string = ERROR_CATALOGUE.UNAUTHORIZED.message): ApiError {
   return new ApiError("UNAUTHORIZED", message);
 }
 
@@ -118,6 +118,11 @@ export function notFound(message: string): ApiError {
 
 export function unavailable(message: string, retryAfterSeconds = 1): ApiError {
   return new ApiError("UNAVAILABLE", message, undefined, retryAfterSeconds);
+}
+
+/** RATE_LIMITED with its Retry-After (at least 1 s: a 0 would invite an immediate retry into the same budget). */
+export function rateLimited(retryAfterSeconds: number, message: string = ERROR_CATALOGUE.RATE_LIMITED.message): ApiError {
+  return new ApiError("RATE_LIMITED", message, undefined, Math.max(1, retryAfterSeconds));
 }
 
 /**

@@ -101,3 +101,64 @@ export const DEFAULT_EVENT_STREAMS_PER_TOKEN = 5;
  * 29 s with the former 30 s lease), while a renewal late by up to three of its intervals still keeps it.
  */
 export const DEFAULT_WEBHOOK_CLAIM_LEASE_MS = 4000;
+
+// --- Requests (src/http/app.ts) -----------------------------------------------------------------
+
+/** How often Node checks the headers and request timeouts; bounds how late a slow client is cut off. */
+export const TIMEOUT_CHECK_INTERVAL_MS = 500;
+/**
+ * Window over which the mean event-loop delay is taken for load shedding (MAX_EVENT_LOOP_DELAY_MS):
+ * long enough that one stall (a GC, compiling schemas at start-up) does not shed, short enough to
+ * react within a second.
+ */
+export const PRESSURE_SAMPLE_INTERVAL_MS = 1000;
+/** Sample windows after ready() whose event-loop delay is the start-up's, not load's: not counted. */
+export const STARTUP_SAMPLES_IGNORED = 2;
+
+/** Characters of a `types` filter of the event listings (a comma-separated list of event types). */
+export const EVENT_TYPES_MAX_LENGTH = 512;
+/** Characters of a webhook endpoint's description. */
+export const WEBHOOK_DESCRIPTION_MAX_LENGTH = 256;
+/** `limit` of the webhook deliveries listing: 1 to this, DELIVERY_LIST_LIMIT_DEFAULT when absent. */
+export const DELIVERY_LIST_LIMIT_MAX = 250;
+export const DELIVERY_LIST_LIMIT_DEFAULT = 50;
+
+// --- Snapshot builds (src/snapshots/snapshots.ts) -----------------------------------------------
+
+/**
+ * Snapshots built at once per process: a 1,000,000-address build takes ≈ 0.5 GB at its peak
+ * (docs/payouts.md), so a second one waits (503 + Retry-After) instead of doubling that.
+ */
+export const MAX_SNAPSHOTS_BUILDING = 1;
+/** Retry-After of a snapshot refused by MAX_SNAPSHOTS_BUILDING, or of one whose build was given up. */
+export const SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS = 10;
+/** Chunk rows stored per transaction (≈ 1-2.5 MB): a build holds SQLite's write lock only that long at a time. */
+export const SNAPSHOT_CHUNKS_PER_WRITE = 32;
+/**
+ * A build that has written nothing for this long is abandoned: the purge job (src/worker/purge.ts)
+ * deletes its chunks. Every chunk write is a sign of life and they come a fraction of a second
+ * apart (a 1,000,000-address build writes ≈ 3,000 chunks in under a minute), so only a build
+ * whose process died, or stalled for an hour, meets it; an hour also covers clock skew between
+ * instances. A build given up on can neither write nor publish again (the store refuses).
+ */
+export const SNAPSHOT_BUILD_ABANDONED_AFTER_MS = 3600_000;
+
+// --- The purge job (src/worker/purge.ts) --------------------------------------------------------
+
+/** How often the purge job runs: expired challenges and tokens, events and finished deliveries past their retention, abandoned snapshot builds. */
+export const PURGE_INTERVAL_MS = 60_000;
+/** Events one purge step deletes at most: a short transaction, so writers never wait long behind it. */
+export const EVENT_PURGE_STEP = 1000;
+/** Steps one run takes at most; what is left waits for the next run (the job never runs unbounded). */
+export const EVENT_PURGE_MAX_STEPS = 100;
+/** Finished webhook deliveries one purge step deletes at most (with their attempts): a short transaction. */
+export const DELIVERY_PURGE_STEP = 1000;
+/** Steps one run takes at most; the rest waits for the next run. */
+export const DELIVERY_PURGE_MAX_STEPS = 100;
+/** Snapshot chunks one purge step deletes at most (≈ 1-2.5 MB, as much as one write of a build: SNAPSHOT_CHUNKS_PER_WRITE). */
+export const SNAPSHOT_PURGE_STEP = 32;
+/** Steps one run takes at most: ≈ 3,200 chunks, about one 1,000,000-address build; the rest waits for the next run. */
+export const SNAPSHOT_PURGE_MAX_STEPS = 100;
+
+/** The window of every per-minute request budget (RATE_LIMIT_PER_MINUTE, AUTH_RATE_LIMIT_PER_MINUTE, PUBLIC_READ_…, MAX_FAILED_AUTHENTICATIONS_PER_MINUTE). */
+export const RATE_LIMIT_WINDOW_MS = 60_000;

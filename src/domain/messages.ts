@@ -91,6 +91,35 @@ export function bodyTooLargeMessage(limitBytes: number): string {
   return `request body exceeds the size limit of ${limitBytes} bytes (BODY_LIMIT_BYTES)`;
 }
 
+/** A value outside a fixed set (a schema's enum, a setting, a CLI option). */
+export function oneOfMessage(choices: readonly unknown[]): string {
+  return `must be one of ${choices.join(", ")}`;
+}
+
+/** The id of a batch, credit or snapshot already taken (BATCH_ID_EXISTS, CREDIT_ID_EXISTS, SNAPSHOT_ID_EXISTS, and the CLI's lines). */
+export function alreadyExistsMessage(kind: "batch" | "credit" | "snapshot", id: string): string {
+  return `${kind} ${id} already exists`;
+}
+
+/** A snapshot id that names no snapshot. */
+export function noSnapshotMessage(snapshotId: string): string {
+  return `no snapshot ${snapshotId}`;
+}
+
+/** A time of the right form that names no real moment (e.g. February 30th). */
+export const INVALID_TIME_MESSAGE = "is not a valid ISO 8601 time";
+
+/** A snapshot asked of a point type that no address holds any of (a Merkle tree needs a leaf). */
+export function emptySnapshotMessage(measure: string, pointType: string): string {
+  return `no address holds a positive ${measure} of ${pointType}: a Merkle tree needs at least one leaf`;
+}
+
+/** The texts of requests refused before any route reads them, said by more than one layer. */
+export const EMPTY_BODY_MESSAGE = "the JSON body is empty";
+export const MALFORMED_REQUEST_MESSAGE = "malformed request";
+export const NO_SUCH_ROUTE_MESSAGE = "no such route";
+export const SHUTTING_DOWN_MESSAGE = "the service is shutting down";
+
 /** The message for a value of `kind` that its schema refused (`value` as sent; `maxItems` the schema's, for `transfers`). */
 export function inputMessage(kind: InputKind, value: unknown, maxItems = 0): string {
   switch (kind) {

@@ -8,12 +8,16 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
-import { ApiError, unavailable } from "../domain/errors.js";
+import { ApiError, ERROR_CATALOGUE, rateLimited, unavailable } from "../domain/errors.js";
+import { SHUTTING_DOWN_MESSAGE } from "../domain/messages.js";
 import {
   LOGGED_URL_MAX_LENGTH,
   MAX_CONCURRENT_STREAMED_READS,
   MAX_PARAM_LENGTH,
+  PRESSURE_SAMPLE_INTERVAL_MS,
+  STARTUP_SAMPLES_IGNORED,
   STREAMED_READ_RETRY_AFTER_SECONDS,
+  TIMEOUT_CHECK_INTERVAL_MS,
 } from "../domain/limits.js";
 import { createMetrics, recordCommittedEvents, type Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
@@ -45,16 +49,6 @@ export interface AppOptions {
   /** pino options or false; defaults to JSON logs at config.logLevel. */
   logger?: boolean | object;
 }
-
-/** How often Node checks the headers and request timeouts; bounds how late a slow client is cut off. */
-export const TIMEOUT_CHECK_INTERVAL_MS = 500;
-/**
- * Window over which the mean event-loop delay is taken for load shedding: long enough that one
- * stall (a GC, compiling schemas at start-up) does not shed, short enough to react within a second.
- */
-const PRESSURE_SAMPLE_INTERVAL_MS = 1000;
-/** Sample windows after ready() whose event-loop delay is the start-up's, not load's. */
-const STARTUP_SAMPLES_IGNORED = 2;
 
 /**
  * The HTTP server Fastify would make (lib/server.js: Node's server options, the request, keep-alive
@@ -194,7 +188,7 @@ async function registerRateLimits(app: FastifyInstance): Promise<void> {
     // ways) must not buy fresh buckets. Contract routes count per verified contract (http/auth.ts).
     keyGenerator: (request) => request.ip,
     errorResponseBuilder: (_request, context) =>
-      new ApiError("RATE_LIMITED", `rate limit exceeded, retry in ${context.after}`, undefined, Math.ceil(context.ttl / 1000)),
+      rateLimited(Math.ceil(context.ttl / 1000), `${ERROR_CATALOGUE.RATE_LIMITED.message}, retry in ${context.after}`),
   });
 }
 
@@ -257,7 +251,7 @@ function installAdmission(app: FastifyInstance, maxInFlight: number): { drain():
   // Draining refuses requests by their arrival: one that arrived before SIGTERM is finished even
   // if its body completes afterwards.
   app.addHook("onRequest", async () => {
-    if (draining) throw unavailable("the service is shutting down", 1);
+    if (draining) throw unavailable(SHUTTING_DOWN_MESSAGE, 1);
   });
   app.addHook("preValidation", async (request, reply) => {
     if (request.routeOptions.config.operational) return;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import { parseAddress } from "../domain/address.js";
-import { ApiError, forbidden, unauthorized } from "../domain/errors.js";
-import { MAX_FAILED_AUTHENTICATIONS_PER_MINUTE } from "../domain/limits.js";
+import { forbidden, rateLimited, unauthorized, type ApiError } from "../domain/errors.js";
+import { MAX_FAILED_AUTHENTICATIONS_PER_MINUTE, RATE_LIMIT_WINDOW_MS } from "../domain/limits.js";
 import { bearerTokenOf, hashToken, isWellFormedToken, secretsEqual } from "../auth/tokens.js";
 import type { TokenGrant } from "../store/store.js";
 import type { AppContext } from "./context.js";
@@ -11,8 +11,6 @@ declare module "fastify" {
     grant?: TokenGrant;
   }
 }
-
-const MINUTE_MS = 60_000;
 
 /** A check of @fastify/rate-limit's (`createRateLimit`): counts this request under its key. */
 type RateCheck = (request: FastifyRequest) => Promise<{ isAllowed: boolean; isExceeded?: boolean; ttlInSeconds?: number }>;
@@ -31,22 +29,21 @@ export function createAuthLimits(app: FastifyInstance, ctx: AppContext): AuthLim
   return {
     perContract: app.createRateLimit({
       max: ctx.config.rateLimitPerMinute,
-      timeWindow: MINUTE_MS,
+      timeWindow: RATE_LIMIT_WINDOW_MS,
       keyGenerator: (request) => `contract:${request.grant?.contract ?? ""}`,
     }),
     failedAuthentication: app.createRateLimit({
       max: MAX_FAILED_AUTHENTICATIONS_PER_MINUTE,
-      timeWindow: MINUTE_MS,
+      timeWindow: RATE_LIMIT_WINDOW_MS,
       keyGenerator: (request) => `auth-failure:${request.ip}`,
     }),
   };
 }
 
-async function enforce(check: RateCheck, request: FastifyRequest): Promise<void> {
+/** Counts the request against `check`'s budget; one over it is 429 with the budget's Retry-After. */
+export async function enforce(check: RateCheck, request: FastifyRequest): Promise<void> {
   const result = await check(request);
-  if (!result.isAllowed && result.isExceeded) {
-    throw new ApiError("RATE_LIMITED", "rate limit exceeded", undefined, Math.max(1, result.ttlInSeconds ?? 1));
-  }
+  if (!result.isAllowed && result.isExceeded) throw rateLimited(result.ttlInSeconds ?? 1);
 }
 
 /** Counts a failed authentication of this client; past the limit the answer is 429 instead of `error`. */

@@ -6,6 +6,7 @@ import type { Config } from "../config.js";
 import type { AddressKey } from "../domain/address.js";
 import type { NewBatch, Transfer } from "../domain/batch.js";
 import { ApiError, assertInvariant, validationFailed, type FieldError } from "../domain/errors.js";
+import { EMPTY_BODY_MESSAGE, MALFORMED_REQUEST_MESSAGE } from "../domain/messages.js";
 import { toNewBatch, type BatchBody, type BatchRules } from "../domain/validate.js";
 import { batchBodySchema } from "./schemas.js";
 import { boundedBodyValidator, fieldErrorsOf, type SchemaNode, type Validate } from "./validation.js";
@@ -31,8 +32,7 @@ const WORKER_URL = new URL("./batch-intake-worker.js", import.meta.url);
 /** A worker that exits sooner than this after its start is not replaced (it would only die again). */
 const RESPAWN_MIN_LIFETIME_MS = 1000;
 
-/** Fastify's own texts for these cases, kept so answers do not change with where the intake runs. */
-const EMPTY_BODY = "the JSON body is empty";
+/** Fastify's own text for this case, kept so answers do not change with where the intake runs (so is EMPTY_BODY_MESSAGE). */
 const INVALID_JSON = "Body is not valid JSON but content-type is set to 'application/json'";
 
 export interface Intake {
@@ -52,7 +52,7 @@ function refused(error: ApiError): IntakeAnswer {
 export function intakeBatch(intake: Intake, request: IntakeRequest): IntakeAnswer {
   let data: unknown;
   if (request.body !== undefined) {
-    if (request.body.length === 0) return refused(validationFailed([{ path: "(body)", message: EMPTY_BODY }]));
+    if (request.body.length === 0) return refused(validationFailed([{ path: "(body)", message: EMPTY_BODY_MESSAGE }]));
     try {
       // Prototype poisoning is refused, as Fastify's own JSON parser is configured to.
       data = secureJson.parse(
@@ -64,7 +64,7 @@ export function intakeBatch(intake: Intake, request: IntakeRequest): IntakeAnswe
         },
       );
     } catch {
-      return refused(validationFailed([{ path: "(body)", message: INVALID_JSON }], "malformed request"));
+      return refused(validationFailed([{ path: "(body)", message: INVALID_JSON }], MALFORMED_REQUEST_MESSAGE));
     }
   }
   const schemaErrors = intake.validate(data) ? [] : fieldErrorsOf(intake.validate.errors ?? []);

@@ -2,7 +2,7 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, notFound, unavailable, validationFailed } from "../domain/errors.js";
-import { bodyTooLargeMessage } from "../domain/messages.js";
+import { bodyTooLargeMessage, EMPTY_BODY_MESSAGE, MALFORMED_REQUEST_MESSAGE, NO_SUCH_ROUTE_MESSAGE } from "../domain/messages.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { fieldErrorsOf } from "./validation.js";
 
@@ -26,18 +26,18 @@ export function toApiError(error: FastifyError | Error, request?: FastifyRequest
         ? new ApiError("UNSUPPORTED_MEDIA_TYPE")
         : validationFailed([{ path: "(body)", message: fastifyError.message }]);
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return validationFailed([{ path: "(body)", message: "the JSON body is empty" }]);
+      return validationFailed([{ path: "(body)", message: EMPTY_BODY_MESSAGE }]);
     case "FST_ERR_BAD_URL":
     case "FST_ERR_ASYNC_CONSTRAINT":
-      return notFound("no such route");
+      return notFound(NO_SUCH_ROUTE_MESSAGE);
   }
   const status = fastifyError.statusCode ?? 500;
   if (status === 413) return payloadTooLarge(request);
   if (status === 415) return new ApiError("UNSUPPORTED_MEDIA_TYPE");
-  if (status === 404) return notFound("no such route");
+  if (status === 404) return notFound(NO_SUCH_ROUTE_MESSAGE);
   if (status >= 400 && status < 500) {
     // JSON syntax errors, prototype poisoning, malformed headers: all the client's input.
-    return validationFailed([{ path: "(body)", message: fastifyError.message }], "malformed request");
+    return validationFailed([{ path: "(body)", message: fastifyError.message }], MALFORMED_REQUEST_MESSAGE);
   }
   return new ApiError("INTERNAL");
 }
@@ -91,6 +91,6 @@ function clientErrorOf(code: string | undefined): ApiError {
       // Node's headers/request timeout: a client that sends its headers or body too slowly.
       return validationFailed([{ path: "(request)", message: "did not arrive within the request timeout" }], "request timeout");
     default:
-      return validationFailed([{ path: "(request)", message: "is not a well-formed HTTP/1.1 request" }], "malformed request");
+      return validationFailed([{ path: "(request)", message: "is not a well-formed HTTP/1.1 request" }], MALFORMED_REQUEST_MESSAGE);
   }
 }

@@ -1,4 +1,11 @@
-import { CURSOR_MAX_LENGTH, PAGE_LIMIT_MAX, WEBHOOK_URL_MAX_LENGTH } from "../domain/limits.js";
+import {
+  CURSOR_MAX_LENGTH,
+  DELIVERY_LIST_LIMIT_MAX,
+  EVENT_TYPES_MAX_LENGTH,
+  PAGE_LIMIT_MAX,
+  WEBHOOK_DESCRIPTION_MAX_LENGTH,
+  WEBHOOK_URL_MAX_LENGTH,
+} from "../domain/limits.js";
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { Config } from "../config.js";
 import { ADDRESS_PATTERN } from "../domain/address.js";
@@ -102,7 +109,6 @@ export function listQuerySchema(config: Pick<Config, "pointTypes">) {
 
 /** Comma-separated event type names; the route checks each against the types the listing allows. */
 const EVENT_TYPES_PATTERN = "^[a-z.,]+$";
-const EVENT_TYPES_MAX_LENGTH = 512;
 
 const eventTypesQuery = Type.String({
   pattern: EVENT_TYPES_PATTERN,
@@ -285,10 +291,6 @@ export function responses(success: TSchema | TextResponse, ...errors: (number | 
 
 // ---------------------------------------------------------------------------------------------
 // Webhooks (docs/api.md Webhooks; routes/webhooks.ts).
-
-const WEBHOOK_DESCRIPTION_MAX_LENGTH = 256;
-export const DELIVERY_LIST_LIMIT_MAX = 250;
-export const DELIVERY_LIST_LIMIT_DEFAULT = 50;
 
 /** Printable ASCII without spaces (an international host name is sent in its xn-- form); the target checks follow in the route. */
 const WebhookUrl = Type.String({

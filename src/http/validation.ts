@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type Options } from "ajv";
 import type { FastifySchemaCompiler } from "fastify";
 import { capDetails, type FieldError } from "../domain/errors.js";
 import { MAX_VALIDATION_DETAILS } from "../domain/limits.js";
-import { inputMessage, isInputKind } from "../domain/messages.js";
+import { inputMessage, isInputKind, oneOfMessage } from "../domain/messages.js";
 
 /**
  * Fastify's default validator coerces types, drops extra fields and stops at the first error.
@@ -152,7 +152,7 @@ function messageOf(error: ErrorObject): string {
       return "does not match any allowed form";
     case "enum":
       // A configured list (POINT_TYPES): name what is allowed.
-      return `must be one of ${(error.params.allowedValues as unknown[]).join(", ")}`;
+      return oneOfMessage(error.params.allowedValues as unknown[]);
     default:
       return error.message ?? "is invalid";
   }

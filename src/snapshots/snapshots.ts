@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../domain/address.js";
-import { unavailable } from "../domain/errors.js";
+import { assertInvariant, unavailable } from "../domain/errors.js";
+import { MAX_SNAPSHOTS_BUILDING, SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS, SNAPSHOT_CHUNKS_PER_WRITE } from "../domain/limits.js";
 import { snapshotCreated } from "../domain/events.js";
 import { buildStandardTree, NODE_BYTES, proofIndexes } from "../domain/merkle.js";
 import { formatPoints } from "../domain/points.js";
@@ -19,13 +20,7 @@ import {
   type SnapshotLeaf,
   type SnapshotRequest,
 } from "../domain/snapshot.js";
-import {
-  SnapshotBuildAbandonedError,
-  type LedgerStore,
-  type NewSnapshot,
-  type SnapshotCreateResult,
-  type SnapshotsStore,
-} from "../store/store.js";
+import { SnapshotBuildAbandonedError, type NewSnapshot, type SnapshotCreateResult, type SnapshotsStore } from "../store/ports/snapshots.js";
 
 /**
  * Taking a snapshot (docs/api.md, Snapshots): one consistent read of the holdings (the store's job),
@@ -35,22 +30,9 @@ import {
  * finalization go on meanwhile: nothing here holds a lock or blocks the event loop for long.
  */
 
-/**
- * Snapshots built at once per process: a 1,000,000-address build takes ≈ 0.5 GB at its peak
- * (docs/payouts.md), so a second one waits (503 + Retry-After) instead of doubling that.
- */
-export const MAX_SNAPSHOTS_BUILDING = 1;
-const BUILDING_RETRY_AFTER_SECONDS = 10;
-/** Chunk rows stored per transaction (≈ 1-2.5 MB): a build holds SQLite's write lock only that long at a time. */
-export const SNAPSHOT_CHUNKS_PER_WRITE = 32;
-/**
- * A build that has written nothing for this long is abandoned: the purge job (src/worker/purge.ts)
- * deletes its chunks. Every chunk write is a sign of life and they come a fraction of a second
- * apart (a 1,000,000-address build writes ≈ 3,000 chunks in under a minute), so only a build
- * whose process died, or stalled for an hour, meets it; an hour also covers clock skew between
- * instances. A build given up on can neither write nor publish again (the store refuses).
- */
-export const SNAPSHOT_BUILD_ABANDONED_AFTER_MS = 3600_000;
+// The bounds of a build (MAX_SNAPSHOTS_BUILDING, SNAPSHOT_CHUNKS_PER_WRITE, SNAPSHOT_BUILD_ABANDONED_AFTER_MS)
+// are in domain/limits.ts with the others docs/limits.md names; the last is re-exported for the build's tests.
+export { SNAPSHOT_BUILD_ABANDONED_AFTER_MS } from "../domain/limits.js";
 /** Chunk rows read per query while the dump is streamed. */
 const DUMP_CHUNKS_PER_READ = 8;
 
@@ -62,12 +44,12 @@ export type TakeResult =
 
 let building = 0;
 
-export async function takeSnapshot(store: LedgerStore, request: SnapshotRequest, nowMs: () => number): Promise<TakeResult> {
+export async function takeSnapshot(store: SnapshotsStore, request: SnapshotRequest, nowMs: () => number): Promise<TakeResult> {
   // A reuse is answered before any work (and again at publication, for a race between instances).
   const existing = await store.getSnapshot(request.id);
   if (existing) return { kind: "exists", snapshot: existing, matchesRequest: snapshotMatchesRequest(existing, request) };
   if (building >= MAX_SNAPSHOTS_BUILDING)
-    throw unavailable("another snapshot is being taken; retry when it is done", BUILDING_RETRY_AFTER_SECONDS);
+    throw unavailable("another snapshot is being taken; retry when it is done", SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS);
   building += 1;
   try {
     const takenAtMs = nowMs();
@@ -92,6 +74,7 @@ export async function buildSnapshot(
   units: readonly bigint[],
   nowMs: () => number,
 ): Promise<NewSnapshot> {
+  assertInvariant(addresses.length === units.length, "snapshot holdings: one amount per address");
   const amountAt = (index: number) => amountOf(units[index]!, request.decimals);
   const tree = await buildStandardTree(addresses, amountAt);
   const leafChunks = await leafChunksOf(addresses, amountAt, tree.treeIndexes);
@@ -100,6 +83,8 @@ export async function buildSnapshot(
   for (let start = 0; start < tree.nodes.length; start += chunkBytes) nodeChunks.push(tree.nodes.subarray(start, start + chunkBytes));
   let totalUnits = 0n;
   for (const unit of units) totalUnits += unit;
+  // Every leaf is positive (addHoldingsPage), so a tree with leaves has a positive total.
+  assertInvariant(totalUnits > 0n, `snapshot ${request.id} has leaves but a total of ${totalUnits}`);
   const snapshot: Snapshot = { ...request, takenAtMs, root: tree.root, leafCount: addresses.length, totalUnits };
   return { snapshot, buildId: randomUUID(), leafChunks, nodeChunks, event: snapshotCreated(snapshotJson(snapshot), nowMs()) };
 }
@@ -128,7 +113,10 @@ export async function storeSnapshot(store: SnapshotsStore, created: NewSnapshot,
     // the build is abandoned an hour after its last write instead.
     await store.abandonSnapshotBuild(buildId).catch(() => undefined);
     if (error instanceof SnapshotBuildAbandonedError) {
-      throw unavailable("the snapshot build stalled for too long and was given up; take the snapshot again", BUILDING_RETRY_AFTER_SECONDS);
+      throw unavailable(
+        "the snapshot build stalled for too long and was given up; take the snapshot again",
+        SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS,
+      );
     }
     throw error;
   }
@@ -160,7 +148,7 @@ export interface SnapshotProof {
 }
 
 /** The proof of `address` (reads one leaf chunk and the node chunks on its path), or null when it is not in the snapshot. */
-export async function snapshotProof(store: LedgerStore, snapshot: Snapshot, address: AddressKey): Promise<SnapshotProof | null> {
+export async function snapshotProof(store: SnapshotsStore, snapshot: Snapshot, address: AddressKey): Promise<SnapshotProof | null> {
   const text = await store.findSnapshotLeafChunk(snapshot.id, address);
   const leaf = text === null ? undefined : decodeLeafChunk(text).find((candidate) => candidate.address.toLowerCase() === address);
   if (leaf === undefined) return null;
@@ -180,7 +168,7 @@ export async function snapshotProof(store: LedgerStore, snapshot: Snapshot, addr
  * time: `values` in address order, each with its treeIndex. Pulled by the reply stream, so its
  * memory stays a few chunks whatever the snapshot's size.
  */
-export async function* treeDumpText(store: LedgerStore, snapshotId: string): AsyncGenerator<string> {
+export async function* treeDumpText(store: SnapshotsStore, snapshotId: string): AsyncGenerator<string> {
   yield '{"format":"standard-v1","leafEncoding":["address","uint256"],"tree":[';
   let separator = "";
   for (let from = 0; ; from += DUMP_CHUNKS_PER_READ) {

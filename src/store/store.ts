@@ -3,7 +3,7 @@ import type { Balance } from "../domain/balance.js";
 import type { CommittedEventsListener } from "./committed-events.js";
 import type { EventType, LedgerEvent, StreamEventType } from "../domain/events.js";
 import type { Batch, BatchStatus, BatchWithTransfers, DefaultPointType, NewBatch, PointType } from "../domain/batch.js";
-import type { Snapshot, SnapshotMeasure } from "../domain/snapshot.js";
+import type { SnapshotsStore } from "./ports/snapshots.js";
 
 /**
  * The LedgerStore port. Every operation that touches balances is one transaction inside the
@@ -12,6 +12,8 @@ import type { Snapshot, SnapshotMeasure } from "../domain/snapshot.js";
  */
 
 export { availableOf, type Balance } from "../domain/balance.js";
+// Snapshots have their own port; re-exported so the composed LedgerStore keeps one import.
+export * from "./ports/snapshots.js";
 
 /** One balance per point type asked for (getBalances). */
 export type Balances<T extends PointType = DefaultPointType> = Record<T, Balance>;
@@ -463,8 +465,8 @@ export interface WebhooksStore {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transfers, exports and snapshots (docs/api.md, Transfers and exports; Snapshots). Adapters:
-// sqlite/transfers.ts, sqlite/snapshots.ts and their postgres/ twins.
+// Transfers and exports (docs/api.md, Transfers and exports). Adapters: sqlite/transfers.ts and
+// its postgres/ twin. Snapshots have their own port: ports/snapshots.ts.
 
 /** A transfer's place in the listing (newest first): its batch's (createdAtMs, seq), then its index. */
 export interface TransferPosition {
@@ -527,89 +529,4 @@ export interface TransfersStore {
   listTransfers(contract: AddressKey, query: TransferQuery): Promise<TransferPage>;
   /** Every account row, by (address, pointType), one keyset page. */
   listAccountBalances(query: AccountQuery): Promise<AccountBalance[]>;
-}
-
-/** Every positive amount of one point type at one consistent moment, by address (columns, for memory). */
-export interface SnapshotHoldings {
-  addresses: AddressKey[];
-  /** In units of 10^-12 point, each > 0. */
-  units: bigint[];
-}
-
-/** One chunk of leaves (domain/snapshot.ts encodeLeafChunk), LEAVES_PER_CHUNK of them, by address. */
-export interface SnapshotLeafChunk {
-  firstAddress: AddressKey;
-  text: string;
-}
-
-/** What makes a built snapshot visible: its row and its event, naming the build whose chunks it reads. */
-export interface SnapshotPublication {
-  snapshot: Snapshot;
-  /** Unique per attempt: keys the chunks, so a lost race or a crash never mixes two builds. */
-  buildId: string;
-  /** snapshot.created, appended in the transaction that makes the snapshot visible. */
-  event: LedgerEvent;
-}
-
-export interface NewSnapshot extends SnapshotPublication {
-  /** The leaves by address, LEAVES_PER_CHUNK a row. */
-  leafChunks: SnapshotLeafChunk[];
-  /** The tree's nodes, NODES_PER_CHUNK a row, in tree order. */
-  nodeChunks: Buffer[];
-}
-
-export type SnapshotCreateResult = { kind: "created" } | { kind: "exists"; snapshot: Snapshot };
-
-/** A write to a build the purge has given up on (no write for SNAPSHOT_BUILD_ABANDONED_AFTER_MS): its chunks are being deleted. */
-export class SnapshotBuildAbandonedError extends Error {
-  constructor(readonly buildId: string) {
-    super(`snapshot build ${buildId} was abandoned (no write for too long) and its chunks purged`);
-    this.name = "SnapshotBuildAbandonedError";
-  }
-}
-
-/**
- * Snapshots and their builds. A build (src/snapshots/snapshots.ts) is registered, writes its
- * chunks a few at a time, then publishes; until it publishes nothing reads its chunks. A build row
- * records its last write: one that stops writing (its process died) or gives up is abandoned,
- * and the purge job deletes its chunks in bounded steps (purgeSnapshotBuilds).
- */
-export interface SnapshotsStore {
-  /**
-   * Every address whose `measure` of the point type is > 0, read in ONE consistent view of the
-   * database (no batch half in, half out, however long the read takes), by address, without
-   * holding a lock that would stop submissions or finalization.
-   */
-  readSnapshotHoldings(pointType: PointType, measure: SnapshotMeasure): Promise<SnapshotHoldings>;
-  /** Registers a build of `snapshotId`, alive as of nowMs; before any of its chunks is written. */
-  beginSnapshotBuild(buildId: string, snapshotId: string, nowMs: number): Promise<void>;
-  /**
-   * Stores chunks numbered from `firstChunkNo` and records nowMs as the build's last write, in one
-   * short transaction. Throws SnapshotBuildAbandonedError for a build that is abandoned or unknown.
-   */
-  writeSnapshotLeafChunks(buildId: string, firstChunkNo: number, chunks: readonly SnapshotLeafChunk[], nowMs: number): Promise<void>;
-  writeSnapshotNodeChunks(buildId: string, firstChunkNo: number, chunks: readonly Buffer[], nowMs: number): Promise<void>;
-  /**
-   * Stores the snapshot row and its event and forgets the build, in one transaction, unless the
-   * id is taken (then: the stored one, and this build is abandoned). Immutable once stored.
-   * Throws SnapshotBuildAbandonedError for a build that is abandoned or unknown.
-   */
-  publishSnapshot(publication: SnapshotPublication): Promise<SnapshotCreateResult>;
-  /** Marks a build that will not publish (it failed) abandoned: the next purge deletes its chunks. */
-  abandonSnapshotBuild(buildId: string): Promise<void>;
-  /**
-   * One bounded step of the cleanup, in one short transaction: marks abandoned every build with no
-   * write since before `staleBeforeMs`, deletes at most `limit` chunks of abandoned builds, and
-   * forgets abandoned builds left with none. Returns how many chunks it deleted (< limit: none
-   * is left). Never touches a published snapshot's chunks.
-   */
-  purgeSnapshotBuilds(staleBeforeMs: number, limit: number): Promise<number>;
-  getSnapshot(snapshotId: string): Promise<Snapshot | null>;
-  /** The text of the leaf chunk that holds `address` if the snapshot has it; null: no such chunk. */
-  findSnapshotLeafChunk(snapshotId: string, address: AddressKey): Promise<string | null>;
-  /** The node chunks numbered `chunkNumbers`. */
-  getSnapshotNodeChunks(snapshotId: string, chunkNumbers: readonly number[]): Promise<Map<number, Buffer>>;
-  /** Chunks from number `from` on, at most `limit`, in order (the streamed dump). */
-  listSnapshotLeafChunks(snapshotId: string, from: number, limit: number): Promise<string[]>;
-  listSnapshotNodeChunks(snapshotId: string, from: number, limit: number): Promise<Buffer[]>;
 }

@@ -3,14 +3,19 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
 import { DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS } from "../config.js";
 import type { Metrics } from "../metrics.js";
-import { SNAPSHOT_BUILD_ABANDONED_AFTER_MS } from "../snapshots/snapshots.js";
+import {
+  DELIVERY_PURGE_MAX_STEPS,
+  DELIVERY_PURGE_STEP,
+  EVENT_PURGE_MAX_STEPS,
+  EVENT_PURGE_STEP,
+  PURGE_INTERVAL_MS,
+  SNAPSHOT_BUILD_ABANDONED_AFTER_MS,
+  SNAPSHOT_PURGE_MAX_STEPS,
+  SNAPSHOT_PURGE_STEP,
+} from "../domain/limits.js";
 import type { EventsStore, LedgerStore, SnapshotsStore, WebhooksStore } from "../store/store.js";
 import { JobLoop } from "./loop.js";
 
-/** Events one purge step deletes at most: a short transaction, so writers never wait long behind it. */
-export const EVENT_PURGE_STEP = 1000;
-/** Steps one run takes at most; what is left waits for the next run (the job never runs unbounded). */
-export const EVENT_PURGE_MAX_STEPS = 100;
 const DAY_MS = 24 * 3600 * 1000;
 
 /**
@@ -28,11 +33,6 @@ export async function purgeOldEvents(
   return inSteps((limit) => store.purgeEvents(beforeMs, limit), stepSize, EVENT_PURGE_MAX_STEPS);
 }
 
-/** Finished webhook deliveries one purge step deletes at most (with their attempts): a short transaction. */
-export const DELIVERY_PURGE_STEP = 1000;
-/** Steps one run takes at most; the rest waits for the next run. */
-export const DELIVERY_PURGE_MAX_STEPS = 100;
-
 /**
  * Deletes the webhook deliveries that finished (SUCCEEDED or FAILED) longer than the retention
  * ago (WEBHOOK_DELIVERY_RETENTION_DAYS) in bounded steps; a PENDING one is never deleted, however
@@ -47,11 +47,6 @@ export async function purgeOldDeliveries(
   const finishedBeforeMs = nowMs - retentionDays * DAY_MS;
   return inSteps((limit) => store.purgeDeliveries(finishedBeforeMs, limit), stepSize, DELIVERY_PURGE_MAX_STEPS);
 }
-
-/** Snapshot chunks one purge step deletes at most (≈ 1-2.5 MB, as much as one write of a build). */
-export const SNAPSHOT_PURGE_STEP = 32;
-/** Steps one run takes at most: ≈ 3,200 chunks, about one 1,000,000-address build; the rest waits for the next run. */
-export const SNAPSHOT_PURGE_MAX_STEPS = 100;
 
 /**
  * Deletes the chunks of snapshot builds that will never publish, in bounded steps: builds that
@@ -75,9 +70,6 @@ async function inSteps(step: (limit: number) => Promise<number>, stepSize: numbe
   }
   return deleted;
 }
-
-/** How often the purge job runs: expired challenges and tokens, events and finished deliveries past their retention, abandoned snapshot builds. */
-export const PURGE_INTERVAL_MS = 60_000;
 
 export interface PurgeReport {
   events: number;

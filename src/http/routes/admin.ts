@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { checksumAddress, ZERO_ADDRESS_KEY } from "../../domain/address.js";
 import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { ApiError, validationFailed } from "../../domain/errors.js";
+import { alreadyExistsMessage, ZERO_ADDRESS_MESSAGE } from "../../domain/messages.js";
 import { isoTime } from "../../domain/json.js";
 import { PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
 import { requireAddress, requirePoints } from "../../domain/validate.js";
@@ -22,7 +23,7 @@ export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
     async (request) => {
       const contract = requireAddress(request.params.contractAddress, "contractAddress");
       const operator = requireAddress(request.body.operatorAddress, "operatorAddress");
-      if (operator === ZERO_ADDRESS_KEY) throw validationFailed([{ path: "operatorAddress", message: "must not be the zero address" }]);
+      if (operator === ZERO_ADDRESS_KEY) throw validationFailed([{ path: "operatorAddress", message: ZERO_ADDRESS_MESSAGE }]);
       await ctx.store.setOperator(contract, operator, ctx.clock.now());
       return { success: true as const, contractAddress: checksumAddress(contract), operatorAddress: checksumAddress(operator) };
     },
@@ -53,7 +54,10 @@ export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
         block: request.body.block ?? null,
       });
       if (result.kind === "exists") {
-        throw new ApiError("CREDIT_ID_EXISTS", `credit ${creditId} already exists`, { creditId, matchesRequest: result.matchesRequest });
+        throw new ApiError("CREDIT_ID_EXISTS", alreadyExistsMessage("credit", creditId), {
+          creditId,
+          matchesRequest: result.matchesRequest,
+        });
       }
       if (result.kind === "overflow") {
         throw validationFailed([

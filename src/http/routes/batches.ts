@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
+import { alreadyExistsMessage, INVALID_TIME_MESSAGE } from "../../domain/messages.js";
 import type { AddressKey } from "../../domain/address.js";
 import { formatPoints } from "../../domain/points.js";
 import type { ApiInstance, AppContext } from "../context.js";
@@ -67,7 +68,7 @@ async function submit(ctx: AppContext, contract: AddressKey, batchId: string, bo
     case "accepted":
       return { success: true as const, batchId };
     case "exists":
-      throw new ApiError("BATCH_ID_EXISTS", `batch ${batchId} already exists`, {
+      throw new ApiError("BATCH_ID_EXISTS", alreadyExistsMessage("batch", batchId), {
         batchId,
         status: result.status,
         matchesRequest: result.matchesRequest,
@@ -154,7 +155,7 @@ function parseTime(value: string | undefined, path: string): number | undefined 
   if (value === undefined) return undefined;
   const ms = Date.parse(value);
   if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== value.slice(0, 10)) {
-    throw validationFailed([{ path, message: "is not a valid ISO 8601 time" }]);
+    throw validationFailed([{ path, message: INVALID_TIME_MESSAGE }]);
   }
   return ms;
 }

@@ -2,11 +2,13 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
+import { RATE_LIMIT_WINDOW_MS } from "../../domain/limits.js";
+import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage } from "../../domain/messages.js";
 import { SNAPSHOT_DECIMALS_DEFAULT, snapshotJson } from "../../domain/snapshot.js";
 import { requireAddress } from "../../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../../snapshots/snapshots.js";
 import { bearerTokenOf, secretsEqual } from "../../auth/tokens.js";
-import { authenticateAdmin, type AuthLimits } from "../auth.js";
+import { authenticateAdmin, enforce, type AuthLimits } from "../auth.js";
 import type { AppContext } from "../context.js";
 import { ExportResponses, SnapshotParams, SnapshotProofParams, responses, snapshotBodySchema } from "../schemas.js";
 import { addressBalancesRoute } from "./transfers.js";
@@ -17,7 +19,6 @@ import { addressBalancesRoute } from "./transfers.js";
  */
 
 const tags = ["snapshots"];
-const MINUTE_MS = 60_000;
 const security = [{ bearer: [] }];
 
 /** Admin scope: PUT /v1/admin/snapshots/{snapshotId}. */
@@ -39,15 +40,13 @@ export function snapshotAdminRoutes(fastify: FastifyInstance, ctx: AppContext): 
       const { pointType, measure = "available", decimals = SNAPSHOT_DECIMALS_DEFAULT } = request.body;
       const result = await takeSnapshot(ctx.store, { id: snapshotId, pointType, measure, decimals }, () => ctx.clock.now());
       if (result.kind === "exists") {
-        throw new ApiError("SNAPSHOT_ID_EXISTS", `snapshot ${snapshotId} already exists`, {
+        throw new ApiError("SNAPSHOT_ID_EXISTS", alreadyExistsMessage("snapshot", snapshotId), {
           snapshotId,
           matchesRequest: result.matchesRequest,
         });
       }
       if (result.kind === "empty") {
-        throw validationFailed([
-          { path: "pointType", message: `no address holds a positive ${measure} of ${pointType}: a Merkle tree needs at least one leaf` },
-        ]);
+        throw validationFailed([{ path: "pointType", message: emptySnapshotMessage(measure, pointType) }]);
       }
       return { success: true as const, snapshot: snapshotJson(result.snapshot) };
     },
@@ -78,15 +77,10 @@ export function publicReadRoutes(scope: FastifyInstance, ctx: AppContext, limits
 function publicReadLimit(scope: FastifyInstance, ctx: AppContext): (request: FastifyRequest) => Promise<void> {
   const check = scope.createRateLimit({
     max: ctx.config.publicReadRateLimitPerMinute,
-    timeWindow: MINUTE_MS,
+    timeWindow: RATE_LIMIT_WINDOW_MS,
     keyGenerator: (request) => `public-read:${request.ip}`,
   });
-  return async (request) => {
-    const result = await check(request);
-    if (!result.isAllowed && result.isExceeded) {
-      throw new ApiError("RATE_LIMITED", "rate limit exceeded", undefined, Math.max(1, result.ttlInSeconds ?? 1));
-    }
-  };
+  return (request) => enforce(check, request);
 }
 
 function presentsAdminToken(ctx: AppContext, request: FastifyRequest): boolean {
@@ -98,7 +92,7 @@ function snapshotReadRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   const readable = async (snapshotId: string) => {
     const snapshot = await ctx.store.getSnapshot(snapshotId);
-    if (!snapshot) throw notFound(`no snapshot ${snapshotId}`);
+    if (!snapshot) throw notFound(noSnapshotMessage(snapshotId));
     return snapshot;
   };
   app.get(

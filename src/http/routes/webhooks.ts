@@ -5,7 +5,8 @@ import { notFound, validationFailed, type ApiError } from "../../domain/errors.j
 import { STREAM_EVENT_TYPES, webhookTest } from "../../domain/events.js";
 import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { isoTime } from "../../domain/json.js";
-import { MAX_RECOVERED_DELIVERIES, MAX_WEBHOOK_ENDPOINTS } from "../../domain/limits.js";
+import { DELIVERY_LIST_LIMIT_DEFAULT, MAX_RECOVERED_DELIVERIES, MAX_WEBHOOK_ENDPOINTS } from "../../domain/limits.js";
+import { INVALID_TIME_MESSAGE } from "../../domain/messages.js";
 import type { EndpointOperation, WebhookDelivery, WebhookEndpoint, WebhookEndpointChange } from "../../store/store.js";
 import { newEndpointId } from "../../store/webhook-rules.js";
 import { newSecret, SECRET_ROTATION_OVERLAP_MS } from "../../webhooks/signing.js";
@@ -16,7 +17,6 @@ import { noStore } from "../no-store.js";
 import {
   ContractParams,
   CreateWebhookEndpointBody,
-  DELIVERY_LIST_LIMIT_DEFAULT,
   DeliveriesQuery,
   RecoverBody,
   UpdateWebhookEndpointBody,
@@ -237,7 +237,7 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
     },
     async (request) => {
       const sinceMs = Date.parse(request.body.since);
-      if (Number.isNaN(sinceMs)) throw validationFailed([{ path: "since", message: "is not a valid ISO 8601 time" }]);
+      if (Number.isNaN(sinceMs)) throw validationFailed([{ path: "since", message: INVALID_TIME_MESSAGE }]);
       const { endpointId } = request.params;
       const contract = request.grant!.contract;
       const operation = await ctx.store.recoverDeliveries(contract, endpointId, sinceMs, ctx.clock.now(), MAX_RECOVERED_DELIVERIES);

@@ -1,15 +1,8 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { assertInvariant } from "../../domain/errors.js";
-import type { Snapshot, SnapshotMeasure } from "../../domain/snapshot.js";
-import {
-  SnapshotBuildAbandonedError,
-  type SnapshotCreateResult,
-  type SnapshotHoldings,
-  type SnapshotLeafChunk,
-  type SnapshotPublication,
-  type SnapshotsStore,
-} from "../store.js";
+import { addHoldingsPage, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
+import { SNAPSHOT_ROW_COLUMNS, SnapshotBuildAbandonedError, snapshotRowValues, takenBy } from "../ports/snapshots.js";
+import type { SnapshotCreateResult, SnapshotLeafChunk, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
 import { AVAILABLE_SQL } from "./accounts.js";
 import { toNumber, toUnits, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
@@ -17,6 +10,7 @@ import { appendEvents } from "./events.js";
 /** Account rows per query of the consistent read (each well under the statement timeout). */
 const HOLDINGS_PER_PAGE = 20_000;
 
+/** domain/snapshot.ts measuredUnits in SQL, so a page carries one amount a row rather than four. */
 const MEASURE_SQL: Record<SnapshotMeasure, string> = { available: AVAILABLE_SQL, receivedCumulative: "a.received_units" };
 
 /**
@@ -37,7 +31,7 @@ export async function readSnapshotHoldings(pool: PgPool, pointType: PointType, m
   );
 }
 
-/** Appends one page's positive amounts; returns the last address read, or null after the last page. */
+/** Reads one page of rows after `after` into `holdings` (addHoldingsPage decides what goes in); null after the last page. */
 async function readPage(
   db: Queryable,
   pointType: PointType,
@@ -51,13 +45,7 @@ async function readPage(
            WHERE a.address > $1 AND a.point_type = $2 ORDER BY a.address LIMIT $3`,
     values: [after, pointType, HOLDINGS_PER_PAGE],
   });
-  for (const row of rows) {
-    const units = toUnits(row.amount);
-    if (units === 0n) continue;
-    holdings.addresses.push(row.address as AddressKey);
-    holdings.units.push(units);
-  }
-  return rows.length === HOLDINGS_PER_PAGE ? rows.at(-1)!.address : null;
+  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => toUnits(row.amount));
 }
 
 /**
@@ -115,32 +103,19 @@ export async function writeSnapshotNodeChunks(
 }
 
 /** The snapshot row and its event, and the build forgotten; a build that lost the race for its id is abandoned instead. */
-export async function publishSnapshot(client: PgClient, { snapshot, buildId, event }: SnapshotPublication): Promise<SnapshotCreateResult> {
+export async function publishSnapshot(client: PgClient, publication: SnapshotPublication): Promise<SnapshotCreateResult> {
+  const { snapshot, buildId, event } = publication;
   const { rowCount: live } = await client.query("SELECT 1 FROM snapshot_builds WHERE build_id = $1 AND NOT abandoned FOR UPDATE", [
     buildId,
   ]);
   if (live === 0) throw new SnapshotBuildAbandonedError(buildId);
   const { rowCount } = await client.query(
-    `INSERT INTO snapshots (id, build_id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
-    [
-      snapshot.id,
-      buildId,
-      snapshot.pointType,
-      snapshot.measure,
-      snapshot.decimals,
-      snapshot.takenAtMs,
-      snapshot.root,
-      snapshot.leafCount,
-      snapshot.totalUnits.toString(),
-    ],
+    `INSERT INTO snapshots (${SNAPSHOT_ROW_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+    snapshotRowValues(publication),
   );
   if (rowCount === 0) {
-    // Snapshots are never deleted: the row that conflicted is there.
-    const existing = await getSnapshot(client, snapshot.id);
-    assertInvariant(existing !== null, `snapshot ${snapshot.id} conflicted but cannot be read`);
     await abandonSnapshotBuild(client, buildId);
-    return { kind: "exists", snapshot: existing };
+    return takenBy(await getSnapshot(client, snapshot.id), snapshot.id);
   }
   await client.query("DELETE FROM snapshot_builds WHERE build_id = $1", [buildId]);
   await appendEvents(client, [event]);
@@ -163,24 +138,26 @@ export async function purgeSnapshotBuilds(client: PgClient, staleBeforeMs: numbe
      WHERE NOT abandoned AND last_write_at_ms < $1 AND build_id NOT IN (SELECT build_id FROM snapshots)`,
     [staleBeforeMs],
   );
-  const { rowCount: leaves } = await client.query(
-    `DELETE FROM snapshot_leaf_chunks WHERE (build_id, chunk_no) IN (
-       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN snapshot_leaf_chunks c ON c.build_id = b.build_id WHERE b.abandoned
-       LIMIT $1 FOR UPDATE OF c SKIP LOCKED)`,
-    [limit],
-  );
-  const { rowCount: nodes } = await client.query(
-    `DELETE FROM snapshot_node_chunks WHERE (build_id, chunk_no) IN (
-       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN snapshot_node_chunks c ON c.build_id = b.build_id WHERE b.abandoned
-       LIMIT $1 FOR UPDATE OF c SKIP LOCKED)`,
-    [limit - (leaves ?? 0)],
-  );
+  const leaves = await deleteAbandonedChunks(client, "snapshot_leaf_chunks", limit);
+  const nodes = await deleteAbandonedChunks(client, "snapshot_node_chunks", limit - leaves);
   await client.query(
     `DELETE FROM snapshot_builds b WHERE b.build_id IN (SELECT build_id FROM snapshots) OR (b.abandoned
        AND NOT EXISTS (SELECT 1 FROM snapshot_leaf_chunks c WHERE c.build_id = b.build_id)
        AND NOT EXISTS (SELECT 1 FROM snapshot_node_chunks c WHERE c.build_id = b.build_id))`,
   );
-  return (leaves ?? 0) + (nodes ?? 0);
+  return leaves + nodes;
+}
+
+type ChunkTable = "snapshot_leaf_chunks" | "snapshot_node_chunks";
+
+async function deleteAbandonedChunks(client: PgClient, table: ChunkTable, limit: number): Promise<number> {
+  const { rowCount } = await client.query(
+    `DELETE FROM ${table} WHERE (build_id, chunk_no) IN (
+       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN ${table} c ON c.build_id = b.build_id WHERE b.abandoned
+       LIMIT $1 FOR UPDATE OF c SKIP LOCKED)`,
+    [limit],
+  );
+  return rowCount ?? 0;
 }
 
 interface SnapshotRow {
@@ -239,20 +216,11 @@ export async function getSnapshotNodeChunks(
   return new Map(rows.map((row) => [row.chunk_no, row.data]));
 }
 
-export async function listSnapshotLeafChunks(db: Queryable, snapshotId: string, from: number, limit: number): Promise<string[]> {
-  const { rows } = await db.query<{ data: string }>({
-    name: "pl-snapshot-leaf-chunks",
-    text: `SELECT c.data FROM snapshots s JOIN snapshot_leaf_chunks c ON c.build_id = s.build_id
-           WHERE s.id = $1 AND c.chunk_no >= $2 ORDER BY c.chunk_no LIMIT $3`,
-    values: [snapshotId, from, limit],
-  });
-  return rows.map((row) => row.data);
-}
-
-export async function listSnapshotNodeChunks(db: Queryable, snapshotId: string, from: number, limit: number): Promise<Buffer[]> {
-  const { rows } = await db.query<{ data: Buffer }>({
-    name: "pl-snapshot-node-chunks-page",
-    text: `SELECT c.data FROM snapshots s JOIN snapshot_node_chunks c ON c.build_id = s.build_id
+/** Chunks of a published snapshot from number `from` on, in order: the leaves' text or the nodes' bytes. */
+async function listChunks<Data>(db: Queryable, table: ChunkTable, snapshotId: string, from: number, limit: number): Promise<Data[]> {
+  const { rows } = await db.query<{ data: Data }>({
+    name: `pl-snapshot-list-${table}`,
+    text: `SELECT c.data FROM snapshots s JOIN ${table} c ON c.build_id = s.build_id
            WHERE s.id = $1 AND c.chunk_no >= $2 ORDER BY c.chunk_no LIMIT $3`,
     values: [snapshotId, from, limit],
   });
@@ -260,7 +228,7 @@ export async function listSnapshotNodeChunks(db: Queryable, snapshotId: string, 
 }
 
 /** The port's snapshot operations on `pool`, each through `run` (index.ts: the pool's guard). */
-export function snapshotOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>): SnapshotsStore {
+export function snapshotOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>) {
   const inTransaction = <T>(work: (client: PgClient) => Promise<T>) => run(() => transaction(pool, work));
   return {
     readSnapshotHoldings: (pointType, measure) => run(() => readSnapshotHoldings(pool, pointType, measure)),
@@ -275,7 +243,9 @@ export function snapshotOperations(pool: PgPool, run: <T>(work: () => Promise<T>
     getSnapshot: (snapshotId) => run(() => getSnapshot(pool, snapshotId)),
     findSnapshotLeafChunk: (snapshotId, address) => run(() => findSnapshotLeafChunk(pool, snapshotId, address)),
     getSnapshotNodeChunks: (snapshotId, chunkNumbers) => run(() => getSnapshotNodeChunks(pool, snapshotId, chunkNumbers)),
-    listSnapshotLeafChunks: (snapshotId, from, limit) => run(() => listSnapshotLeafChunks(pool, snapshotId, from, limit)),
-    listSnapshotNodeChunks: (snapshotId, from, limit) => run(() => listSnapshotNodeChunks(pool, snapshotId, from, limit)),
-  };
+    listSnapshotLeafChunks: (snapshotId, from, limit) =>
+      run(() => listChunks<string>(pool, "snapshot_leaf_chunks", snapshotId, from, limit)),
+    listSnapshotNodeChunks: (snapshotId, from, limit) =>
+      run(() => listChunks<Buffer>(pool, "snapshot_node_chunks", snapshotId, from, limit)),
+  } satisfies SnapshotsStore;
 }

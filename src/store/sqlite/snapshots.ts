@@ -2,16 +2,9 @@ import Database from "better-sqlite3";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import type { Snapshot, SnapshotMeasure } from "../../domain/snapshot.js";
-import {
-  availableOf,
-  SnapshotBuildAbandonedError,
-  type SnapshotCreateResult,
-  type SnapshotHoldings,
-  type SnapshotLeafChunk,
-  type SnapshotPublication,
-  type SnapshotsStore,
-} from "../store.js";
+import { addHoldingsPage, measuredUnits, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
+import { SNAPSHOT_ROW_COLUMNS, SnapshotBuildAbandonedError, snapshotRowValues, takenBy } from "../ports/snapshots.js";
+import type { SnapshotCreateResult, SnapshotLeafChunk, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
 import { toBalance, type AccountRow } from "./accounts.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
@@ -56,21 +49,14 @@ export async function readSnapshotHoldings(
   }
 }
 
-/** Appends the positive amounts of one page of rows after `after`; returns the last address read, or null after the last page. */
+/** Reads one page of rows after `after` into `holdings` (addHoldingsPage decides what goes in); null after the last page. */
 function readPage(db: SqliteDb, pointType: PointType, measure: SnapshotMeasure, after: string, holdings: SnapshotHoldings): string | null {
   const rows = statement(db, "SELECT * FROM accounts WHERE address > ? AND point_type = ? ORDER BY address LIMIT ?").all(
     after,
     pointType,
     HOLDINGS_PER_PAGE,
   ) as (AccountRow & { address: string })[];
-  for (const row of rows) {
-    const balance = toBalance(row);
-    const units = measure === "available" ? availableOf(balance) : balance.receivedCumulative;
-    if (units === 0n) continue;
-    holdings.addresses.push(row.address as AddressKey);
-    holdings.units.push(units);
-  }
-  return rows.length === HOLDINGS_PER_PAGE ? rows.at(-1)!.address : null;
+  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => measuredUnits(toBalance(row), measure));
 }
 
 /**
@@ -120,30 +106,19 @@ function touchBuild(db: SqliteDb, buildId: string, nowMs: number): void {
 }
 
 /** The snapshot row and its event, and the build forgotten; a build that lost the race for its id is abandoned instead. */
-export function publishSnapshot(db: SqliteDb, { snapshot, buildId, event }: SnapshotPublication): SnapshotCreateResult {
+export function publishSnapshot(db: SqliteDb, publication: SnapshotPublication): SnapshotCreateResult {
+  const { snapshot, buildId, event } = publication;
   const live = statement(db, "SELECT 1 FROM snapshot_builds WHERE build_id = ? AND abandoned = 0").get(buildId);
   if (live === undefined) throw new SnapshotBuildAbandonedError(buildId);
-  const existing = getSnapshot(db, snapshot.id);
-  if (existing) {
+  const { changes } = statement(
+    db,
+    `INSERT INTO snapshots (${SNAPSHOT_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  ).run(...snapshotRowValues(publication));
+  if (changes === 0) {
     abandonSnapshotBuild(db, buildId);
-    return { kind: "exists", snapshot: existing };
+    return takenBy(getSnapshot(db, snapshot.id), snapshot.id);
   }
   statement(db, "DELETE FROM snapshot_builds WHERE build_id = ?").run(buildId);
-  statement(
-    db,
-    `INSERT INTO snapshots (id, build_id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(
-    snapshot.id,
-    buildId,
-    snapshot.pointType,
-    snapshot.measure,
-    snapshot.decimals,
-    snapshot.takenAtMs,
-    snapshot.root,
-    snapshot.leafCount,
-    snapshot.totalUnits.toString(),
-  );
   appendEvents(db, [event]);
   return { kind: "created" };
 }
@@ -164,16 +139,8 @@ export function purgeSnapshotBuilds(db: SqliteDb, staleBeforeMs: number, limit: 
     `UPDATE snapshot_builds SET abandoned = 1
      WHERE abandoned = 0 AND last_write_at_ms < ? AND build_id NOT IN (SELECT build_id FROM snapshots)`,
   ).run(staleBeforeMs);
-  const leaves = statement(
-    db,
-    `DELETE FROM snapshot_leaf_chunks WHERE (build_id, chunk_no) IN (
-       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN snapshot_leaf_chunks c ON c.build_id = b.build_id WHERE b.abandoned = 1 LIMIT ?)`,
-  ).run(limit).changes;
-  const nodes = statement(
-    db,
-    `DELETE FROM snapshot_node_chunks WHERE (build_id, chunk_no) IN (
-       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN snapshot_node_chunks c ON c.build_id = b.build_id WHERE b.abandoned = 1 LIMIT ?)`,
-  ).run(limit - leaves).changes;
+  const leaves = deleteAbandonedChunks(db, "snapshot_leaf_chunks", limit);
+  const nodes = deleteAbandonedChunks(db, "snapshot_node_chunks", limit - leaves);
   statement(
     db,
     `DELETE FROM snapshot_builds WHERE build_id IN (SELECT build_id FROM snapshots) OR (abandoned = 1
@@ -181,6 +148,16 @@ export function purgeSnapshotBuilds(db: SqliteDb, staleBeforeMs: number, limit: 
        AND NOT EXISTS (SELECT 1 FROM snapshot_node_chunks c WHERE c.build_id = snapshot_builds.build_id))`,
   ).run();
   return leaves + nodes;
+}
+
+type ChunkTable = "snapshot_leaf_chunks" | "snapshot_node_chunks";
+
+function deleteAbandonedChunks(db: SqliteDb, table: ChunkTable, limit: number): number {
+  return statement(
+    db,
+    `DELETE FROM ${table} WHERE (build_id, chunk_no) IN (
+       SELECT c.build_id, c.chunk_no FROM snapshot_builds b JOIN ${table} c ON c.build_id = b.build_id WHERE b.abandoned = 1 LIMIT ?)`,
+  ).run(limit).changes;
 }
 
 interface SnapshotRow {
@@ -228,26 +205,18 @@ export function getSnapshotNodeChunks(db: SqliteDb, snapshotId: string, chunkNum
   return new Map(rows.map((row) => [toNumber(row.chunk_no), row.data]));
 }
 
-export function listSnapshotLeafChunks(db: SqliteDb, snapshotId: string, from: number, limit: number): string[] {
+/** Chunks of a published snapshot from number `from` on, in order: the leaves' text or the nodes' bytes. */
+function listChunks<Data>(db: SqliteDb, table: ChunkTable, snapshotId: string, from: number, limit: number): Data[] {
   const rows = statement(
     db,
-    `SELECT c.data FROM snapshots s JOIN snapshot_leaf_chunks c ON c.build_id = s.build_id
+    `SELECT c.data FROM snapshots s JOIN ${table} c ON c.build_id = s.build_id
      WHERE s.id = ? AND c.chunk_no >= ? ORDER BY c.chunk_no LIMIT ?`,
-  ).all(snapshotId, from, limit) as { data: string }[];
-  return rows.map((row) => row.data);
-}
-
-export function listSnapshotNodeChunks(db: SqliteDb, snapshotId: string, from: number, limit: number): Buffer[] {
-  const rows = statement(
-    db,
-    `SELECT c.data FROM snapshots s JOIN snapshot_node_chunks c ON c.build_id = s.build_id
-     WHERE s.id = ? AND c.chunk_no >= ? ORDER BY c.chunk_no LIMIT ?`,
-  ).all(snapshotId, from, limit) as { data: Buffer }[];
+  ).all(snapshotId, from, limit) as { data: Data }[];
   return rows.map((row) => row.data);
 }
 
 /** The port's snapshot operations over the connection `current()` returns (index.ts may reopen it); writes are IMMEDIATE transactions. */
-export function snapshotOperations(path: string, current: () => SqliteDb): SnapshotsStore {
+export function snapshotOperations(path: string, current: () => SqliteDb) {
   const write = <T>(work: (db: SqliteDb) => T): Promise<T> => {
     const db = current();
     return Promise.resolve(db.transaction(() => work(db)).immediate());
@@ -266,7 +235,9 @@ export function snapshotOperations(path: string, current: () => SqliteDb): Snaps
     getSnapshot: (snapshotId) => read((db) => getSnapshot(db, snapshotId)),
     findSnapshotLeafChunk: (snapshotId, address) => read((db) => findSnapshotLeafChunk(db, snapshotId, address)),
     getSnapshotNodeChunks: (snapshotId, chunkNumbers) => read((db) => getSnapshotNodeChunks(db, snapshotId, chunkNumbers)),
-    listSnapshotLeafChunks: (snapshotId, from, limit) => read((db) => listSnapshotLeafChunks(db, snapshotId, from, limit)),
-    listSnapshotNodeChunks: (snapshotId, from, limit) => read((db) => listSnapshotNodeChunks(db, snapshotId, from, limit)),
-  };
+    listSnapshotLeafChunks: (snapshotId, from, limit) =>
+      read((db) => listChunks<string>(db, "snapshot_leaf_chunks", snapshotId, from, limit)),
+    listSnapshotNodeChunks: (snapshotId, from, limit) =>
+      read((db) => listChunks<Buffer>(db, "snapshot_node_chunks", snapshotId, from, limit)),
+  } satisfies SnapshotsStore;
 }
