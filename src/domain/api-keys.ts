@@ -5,15 +5,12 @@
  */
 import type { AddressKey } from "./address.js";
 import { validationFailed, type FieldError } from "./errors.js";
+import { API_KEY_NAME_MAX_LENGTH } from "./limits.js";
 
 /** What a key may do; each route names the one it needs (API.md, "Scopes"). */
 export const API_KEY_SCOPES = ["read", "submit", "cancel", "webhooks"] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
-/** Unrevoked keys per contract; the next create is 400. */
-export const MAX_API_KEYS = 100;
-/** A key's name, in code points. */
-export const API_KEY_NAME_MAX_LENGTH = 64;
 
 /** Who caused an event, a batch's submission or its cancellation. */
 export type Actor =

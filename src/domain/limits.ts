@@ -162,3 +162,9 @@ export const SNAPSHOT_PURGE_MAX_STEPS = 100;
 
 /** The window of every per-minute request budget (RATE_LIMIT_PER_MINUTE, AUTH_RATE_LIMIT_PER_MINUTE, PUBLIC_READ_…, MAX_FAILED_AUTHENTICATIONS_PER_MINUTE). */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
+
+/** Unrevoked API keys per contract; the next create is 400 (API.md, API keys). */
+export const MAX_API_KEYS = 100;
+
+/** An API key's name, in code points. */
+export const API_KEY_NAME_MAX_LENGTH = 64;
