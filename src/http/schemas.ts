@@ -9,7 +9,7 @@ import type { InputKind } from "../domain/messages.js";
 import { INPUT_KIND_KEYWORD, MESSAGE_KEYWORD } from "./validation.js";
 import * as docs from "./openapi-docs.js";
 import { STREAM_EVENT_TYPES } from "../domain/events.js";
-import { DELIVERY_ID_PATTERN, ENDPOINT_ID_PATTERN } from "../store/webhook-rules.js";
+import { DELIVERY_ID_PATTERN, ENDPOINT_ID_PATTERN } from "../domain/webhooks.js";
 import { SNAPSHOT_DECIMALS_MAX, SNAPSHOT_DECIMALS_MIN, SNAPSHOT_MEASURES } from "../domain/snapshot.js";
 
 /**

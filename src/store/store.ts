@@ -373,7 +373,7 @@ export interface DeliveryClaim {
   excludeEndpointIds: readonly string[];
 }
 
-/** What the delivery job decided after an attempt (src/webhooks/schedule.ts). */
+/** What the delivery job decided after an attempt (src/outbox/retry-schedule.ts). */
 export interface AttemptOutcome {
   attempt: DeliveryAttempt;
   status: DeliveryStatus;
@@ -382,7 +382,7 @@ export interface AttemptOutcome {
   disableEndpoint: string | null;
   /**
    * No answer within the send timeout: the endpoint's timeouts in a row grow and it is backed off
-   * (webhook-rules.ts endpointBackoffMs, one send at a time); any answer ends that.
+   * (domain/webhooks.ts endpointBackoffMs, one send at a time); any answer ends that.
    */
   timedOut: boolean;
 }

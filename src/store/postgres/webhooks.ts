@@ -24,7 +24,7 @@ import {
   MAX_ENDPOINTS_WALKED_PER_CLAIM,
   newDeliveryId,
   parseDeliveryPosition,
-} from "../webhook-rules.js";
+} from "../../domain/webhooks.js";
 import { toNullableNumber, toNumber, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 
 /**

@@ -25,7 +25,7 @@ import {
   MAX_ENDPOINTS_WALKED_PER_CLAIM,
   newDeliveryId,
   parseDeliveryPosition,
-} from "../webhook-rules.js";
+} from "../../domain/webhooks.js";
 import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { DELIVERY_SEQ_PART, checkedParts, invalidCursor } from "../domain/cursor.js";
+import { DELIVERY_SEQ_PART, checkedParts, invalidCursor } from "./cursor.js";
 
 /** Limits and identifiers the two adapters' webhooks.ts share (as finalize-retry.ts is for batches). */
 
