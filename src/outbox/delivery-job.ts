@@ -2,7 +2,8 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
 import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS } from "../domain/limits.js";
 import type { Metrics } from "../metrics.js";
-import type { AttemptOutcome, ClaimedDelivery, DeliveryLease, LedgerStore } from "../store/store.js";
+import type { AttemptOutcome, ClaimedDelivery, DeliveryLease } from "../domain/webhooks.js";
+import type { LedgerStore } from "../store/store.js";
 import { decideOutcome } from "./retry-schedule.js";
 import { SEND_TIMEOUT_MS, sendDelivery } from "./send.js";
 import { JobLoop } from "../worker/loop.js";
@@ -13,8 +14,8 @@ import { JobLoop } from "../worker/loop.js";
  * per enabled, subscribed endpoint: an event and its deliveries exist iff the change committed.
  * After commit they leave: this job claims due deliveries and sends them (send.ts, signed by
  * signing.ts, to addresses ssrf.ts allows), retrying by retry-schedule.ts; live streams read the
- * log from their own position (event-stream.ts). The adapters keep only the SQL of the log and the
- * deliveries (store/*\/events.ts, store/*\/webhooks.ts, ports in store/ports/).
+ * log from their own position (event-stream.ts). The adapters keep only the SQL of the log and of
+ * the deliveries (their events.ts and webhooks.ts, by the ports store/ports/events.ts and webhooks.ts).
  */
 
 /**

@@ -4,20 +4,22 @@ import type {
   AttemptOutcome,
   ClaimedDelivery,
   DeliveryAttempt,
-  DeliveryClaim,
   DeliveryLease,
-  DeliveryPage,
-  DeliveryQuery,
   DeliveryStatus,
-  EndpointCreateResult,
-  EndpointOperation,
   NewWebhookEndpoint,
-  WebhookBacklog,
   WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointChange,
+} from "../../domain/webhooks.js";
+import type {
+  DeliveryClaim,
+  DeliveryPage,
+  DeliveryQuery,
+  EndpointCreateResult,
+  EndpointOperation,
+  WebhookBacklog,
   WebhooksStore,
-} from "../store.js";
+} from "../ports/webhooks.js";
 import {
   endpointBackoffMs,
   MAX_ATTEMPTS_KEPT,
@@ -514,7 +516,7 @@ export async function webhookBacklog(db: Queryable): Promise<WebhookBacklog> {
 }
 
 /** The WebhooksStore operations; `run` is the adapter's guard (bounded wait, errors translated). */
-export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>): WebhooksStore {
+export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>) {
   const inTransaction = <T>(work: (client: PgClient) => Promise<T>) => run(() => transaction(pool, work));
   return {
     createWebhookEndpoint: (endpoint, max) => inTransaction((client) => createEndpoint(client, endpoint, max)),
@@ -534,5 +536,5 @@ export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>)
       inTransaction((client) => recoverDeliveries(client, contract, id, sinceMs, nowMs, limit)),
     purgeDeliveries: (beforeMs, limit) => run(() => purgeDeliveries(pool, beforeMs, limit)),
     webhookBacklog: () => run(() => webhookBacklog(pool)),
-  };
+  } satisfies WebhooksStore;
 }

@@ -5,20 +5,22 @@ import type {
   AttemptOutcome,
   ClaimedDelivery,
   DeliveryAttempt,
-  DeliveryClaim,
   DeliveryLease,
-  DeliveryPage,
-  DeliveryQuery,
   DeliveryStatus,
-  EndpointCreateResult,
-  EndpointOperation,
   NewWebhookEndpoint,
-  WebhookBacklog,
   WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointChange,
+} from "../../domain/webhooks.js";
+import type {
+  DeliveryClaim,
+  DeliveryPage,
+  DeliveryQuery,
+  EndpointCreateResult,
+  EndpointOperation,
+  WebhookBacklog,
   WebhooksStore,
-} from "../store.js";
+} from "../ports/webhooks.js";
 import {
   endpointBackoffMs,
   MAX_ATTEMPTS_KEPT,
@@ -501,7 +503,7 @@ export function webhookBacklog(db: SqliteDb): WebhookBacklog {
 }
 
 /** The WebhooksStore operations, each one transaction; `current` gives the connection in use (index.ts may reopen it). */
-export function webhookOperations(current: () => SqliteDb): WebhooksStore {
+export function webhookOperations(current: () => SqliteDb) {
   const write = <T>(work: (db: SqliteDb) => T): Promise<T> => {
     const db = current();
     return Promise.resolve(db.transaction(() => work(db)).immediate());
@@ -528,5 +530,5 @@ export function webhookOperations(current: () => SqliteDb): WebhooksStore {
     recoverDeliveries: (contract, id, sinceMs, nowMs, limit) => write((db) => recoverDeliveries(db, contract, id, sinceMs, nowMs, limit)),
     purgeDeliveries: (beforeMs, limit) => write((db) => purgeDeliveries(db, beforeMs, limit)),
     webhookBacklog: () => read((db) => webhookBacklog(db)),
-  };
+  } satisfies WebhooksStore;
 }
