@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { AddressKey } from "./address.js";
 import { DELIVERY_SEQ_PART, checkedParts, invalidCursor } from "./cursor.js";
-import type { EventType, StreamEventType } from "./events.js";
+import { STREAM_EVENT_TYPES, type EventType, type LedgerEvent, type StreamEventType } from "./events.js";
 
 /**
  * Webhooks (docs/api.md, Webhooks) as the domain sees them: endpoints, deliveries and their
@@ -133,4 +133,140 @@ export function newDeliveryId(): string {
 export function parseDeliveryPosition(position: string): string {
   if (checkedParts(position, [DELIVERY_SEQ_PART]) === null || position.startsWith("0")) throw invalidCursor("cursor", position);
   return position;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rules both adapters apply, decided here once; each adapter's webhooks.ts only reads and
+// writes rows around them (PostgreSQL's claim and fan-out state the same rules in one statement).
+
+const FAN_OUT_TYPES: ReadonlySet<string> = new Set(STREAM_EVENT_TYPES);
+
+/** The fan-out rule, for an event: it is delivered when it is on a contract's stream and of a stream type (not admin, not webhook.test). */
+export function fansOut(event: LedgerEvent): event is LedgerEvent & { stream: AddressKey } {
+  return event.stream !== null && FAN_OUT_TYPES.has(event.type);
+}
+
+/** The fan-out rule, for an enabled endpoint of the event's contract: it subscribes to every type (null) or names this one. */
+export function subscribes(types: readonly string[] | null, eventType: string): boolean {
+  return types === null || types.includes(eventType);
+}
+
+/** Why an operation on an endpoint's deliveries does nothing: the endpoint is missing (or another contract's), or disabled. */
+export type EndpointRefusal = { kind: "not_found" } | { kind: "disabled" };
+
+/** Tests, retries and recoveries are refused for a missing endpoint and for a disabled one (nothing is sent to it). */
+export function refusal(endpoint: WebhookEndpoint | null): EndpointRefusal | null {
+  if (!endpoint) return { kind: "not_found" };
+  return endpoint.disabled ? { kind: "disabled" } : null;
+}
+
+/** The stored fields of an endpoint under a PATCH. */
+export type EndpointFields = Omit<WebhookEndpoint, "id" | "contract" | "createdAtMs">;
+
+/**
+ * What an endpoint becomes under a change (absent fields kept; enabling clears the reason), and
+ * whether its PENDING deliveries fail now: it is being disabled, and recover queues them again.
+ */
+export function changedEndpoint(
+  current: WebhookEndpoint,
+  change: WebhookEndpointChange,
+): { fields: EndpointFields; failsPending: boolean } {
+  const disabled = change.disabled ?? current.disabled;
+  const fields: EndpointFields = {
+    url: change.url ?? current.url,
+    types: change.types !== undefined ? change.types : current.types,
+    description: change.description !== undefined ? change.description : current.description,
+    disabled,
+    disabledReason: disabled ? (change.disabledReason !== undefined ? change.disabledReason : current.disabledReason) : null,
+  };
+  return { fields, failsPending: disabled && !current.disabled };
+}
+
+/** The secrets a claimed delivery is signed with: the current one, and the previous one while its rotation overlap lasts. */
+export function liveSecrets(secret: string, previous: string | null, previousExpiresAtMs: number | null, nowMs: number): string[] {
+  return previous !== null && previousExpiresAtMs !== null && previousExpiresAtMs > nowMs ? [secret, previous] : [secret];
+}
+
+/** What a delivery row becomes after an attempt whose claim is still held. */
+export interface DeliveryAfterAttempt {
+  status: DeliveryStatus;
+  /** Set while PENDING only. */
+  nextAttemptAtMs: number | null;
+  /** When it finished (SUCCEEDED or FAILED): the retention counts from here (PurgeJob). */
+  finishedAtMs: number | null;
+}
+
+/** A retry for an endpoint disabled meanwhile (by an operator or by this attempt's 410) fails instead: nothing is sent to a disabled endpoint. */
+export function deliveryAfterAttempt(outcome: AttemptOutcome, endpointDisabled: boolean): DeliveryAfterAttempt {
+  const status: DeliveryStatus = outcome.status === "PENDING" && endpointDisabled ? "FAILED" : outcome.status;
+  if (status === "PENDING") return { status, nextAttemptAtMs: outcome.nextAttemptAtMs, finishedAtMs: null };
+  return { status, nextAttemptAtMs: null, finishedAtMs: outcome.attempt.atMs + outcome.attempt.durationMs };
+}
+
+/** What an attempt says of its endpoint's health: any answer ends a backoff, a timeout extends it, anything else (a refused address) says nothing. */
+export function endpointHealth(outcome: AttemptOutcome): "answered" | "timed_out" | "unchanged" {
+  if (outcome.attempt.statusCode !== null) return "answered";
+  return outcome.timedOut ? "timed_out" : "unchanged";
+}
+
+/** Until when an endpoint is held back after its `timeoutsInRow`-th attempt in a row without an answer (this one). */
+export function backoffUntilMs(attempt: DeliveryAttempt, timeoutsInRow: number): number {
+  return attempt.atMs + attempt.durationMs + endpointBackoffMs(timeoutsInRow);
+}
+
+/** An endpoint with PENDING deliveries, as a claim sees it. */
+export interface ClaimableEndpoint {
+  id: string;
+  contract: string;
+  timeoutsInRow: number;
+  backoffUntilMs: number | null;
+}
+
+/** What a claim asks (DeliveryClaim of the webhooks port). */
+export interface ClaimCaps {
+  nowMs: number;
+  limit: number;
+  perEndpointLimit: number;
+  perContractLimit: number;
+  excludeEndpointIds: readonly string[];
+}
+
+/**
+ * How many more sends an endpoint may take now: none while excluded (the job's own cap) or backed
+ * off, one at a time while it times out, else perEndpointLimit; less its sends in flight.
+ */
+export function endpointRoom(endpoint: ClaimableEndpoint, sendsInFlight: number, caps: ClaimCaps): number {
+  if (caps.excludeEndpointIds.includes(endpoint.id)) return 0;
+  if (endpoint.backoffUntilMs !== null && endpoint.backoffUntilMs > caps.nowMs) return 0;
+  const cap = endpoint.timeoutsInRow > 0 ? 1 : caps.perEndpointLimit;
+  return Math.max(0, cap - sendsInFlight);
+}
+
+/** A due delivery an endpoint offers: its `turn`-th oldest due (0 first). */
+export interface DueCandidate {
+  contract: string;
+  turn: number;
+  dueAtMs: number;
+}
+
+/**
+ * Which due deliveries a claim takes: round-robin by endpoint (every endpoint's first turn before
+ * any second), oldest due first within a turn, each contract up to perContractLimit sends in
+ * flight (`contractSends`: its live leases), at most `limit`.
+ */
+export function chooseDue<T extends DueCandidate>(
+  candidates: readonly T[],
+  contractSends: ReadonlyMap<string, number>,
+  caps: ClaimCaps,
+): T[] {
+  const sends = new Map(contractSends);
+  const chosen: T[] = [];
+  for (const candidate of [...candidates].sort((a, b) => a.turn - b.turn || a.dueAtMs - b.dueAtMs)) {
+    if (chosen.length >= caps.limit) break;
+    const taken = sends.get(candidate.contract) ?? 0;
+    if (taken >= caps.perContractLimit) continue;
+    sends.set(candidate.contract, taken + 1);
+    chosen.push(candidate);
+  }
+  return chosen;
 }

@@ -5,6 +5,7 @@ import type {
   ClaimedDelivery,
   DeliveryLease,
   DeliveryStatus,
+  EndpointRefusal,
   NewWebhookEndpoint,
   WebhookDelivery,
   WebhookEndpoint,
@@ -60,7 +61,7 @@ export interface DeliveryPage {
 
 export type EndpointCreateResult = { kind: "created"; endpoint: WebhookEndpoint } | { kind: "limit_reached" };
 /** An operation on one endpoint: missing (or another contract's), disabled (nothing would be sent), or done. */
-export type EndpointOperation<T> = { kind: "not_found" } | { kind: "disabled" } | { kind: "done"; value: T };
+export type EndpointOperation<T> = EndpointRefusal | { kind: "done"; value: T };
 
 export interface WebhookBacklog {
   pending: number;
