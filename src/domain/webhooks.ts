@@ -153,6 +153,8 @@ export function subscribes(types: readonly string[] | null, eventType: string): 
 
 /** Why an operation on an endpoint's deliveries does nothing: the endpoint is missing (or another contract's), or disabled. */
 export type EndpointRefusal = { kind: "not_found" } | { kind: "disabled" };
+/** An operation on one endpoint: refused, or done with its result. */
+export type EndpointOperation<T> = EndpointRefusal | { kind: "done"; value: T };
 
 /** Tests, retries and recoveries are refused for a missing endpoint and for a disabled one (nothing is sent to it). */
 export function refusal(endpoint: WebhookEndpoint | null): EndpointRefusal | null {

@@ -5,7 +5,7 @@ import type {
   ClaimedDelivery,
   DeliveryLease,
   DeliveryStatus,
-  EndpointRefusal,
+  EndpointOperation,
   NewWebhookEndpoint,
   WebhookDelivery,
   WebhookEndpoint,
@@ -20,6 +20,7 @@ import type {
  */
 
 export type {
+  EndpointOperation,
   AttemptOutcome,
   ClaimedDelivery,
   DeliveryAttempt,
@@ -60,8 +61,6 @@ export interface DeliveryPage {
 }
 
 export type EndpointCreateResult = { kind: "created"; endpoint: WebhookEndpoint } | { kind: "limit_reached" };
-/** An operation on one endpoint: missing (or another contract's), disabled (nothing would be sent), or done. */
-export type EndpointOperation<T> = EndpointRefusal | { kind: "done"; value: T };
 
 export interface WebhookBacklog {
   pending: number;

@@ -1,37 +1,28 @@
 import type { AddressKey } from "../../domain/address.js";
-import { eventJson, type EventType, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type {
-  AttemptOutcome,
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryLease,
-  DeliveryStatus,
-  NewWebhookEndpoint,
-  WebhookDelivery,
-  WebhookEndpoint,
-  WebhookEndpointChange,
-} from "../../domain/webhooks.js";
-import type {
-  DeliveryClaim,
-  DeliveryPage,
-  DeliveryQuery,
-  EndpointCreateResult,
-  EndpointOperation,
-  WebhookBacklog,
-  WebhooksStore,
-} from "../ports/webhooks.js";
+import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
+import type { DeliveryClaim, DeliveryPage, DeliveryQuery, EndpointCreateResult, WebhookBacklog, WebhooksStore } from "../ports/webhooks.js";
+import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
+import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
+  type AttemptOutcome,
   backoffUntilMs,
   changedEndpoint,
+  type ClaimedDelivery,
   deliveryAfterAttempt,
+  type EndpointOperation,
+  type DeliveryAttempt,
+  type DeliveryLease,
   endpointHealth,
   fansOut,
-  liveSecrets,
   MAX_ATTEMPTS_KEPT,
   MAX_ENDPOINTS_WALKED_PER_CLAIM,
   newDeliveryId,
+  type NewWebhookEndpoint,
   parseDeliveryPosition,
   refusal,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointChange,
 } from "../../domain/webhooks.js";
 import { toNullableNumber, toNumber, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 
@@ -68,30 +59,14 @@ export async function fanOutDeliveries(client: PgClient, events: readonly Ledger
   });
 }
 
-interface EndpointRow {
-  id: string;
-  contract: string;
-  url: string;
-  types: string[] | null;
-  description: string | null;
+interface EndpointRow extends EndpointText {
+  types: StreamEventType[] | null;
   disabled: boolean;
-  disabled_reason: string | null;
   created_at_ms: string;
 }
 
-const ENDPOINT_COLUMNS = "id, contract, url, types, description, disabled, disabled_reason, created_at_ms";
-
 function toEndpoint(row: EndpointRow): WebhookEndpoint {
-  return {
-    id: row.id,
-    contract: row.contract as AddressKey,
-    url: row.url,
-    types: row.types as StreamEventType[] | null,
-    description: row.description,
-    disabled: row.disabled,
-    disabledReason: row.disabled_reason,
-    createdAtMs: toNumber(row.created_at_ms),
-  };
+  return endpointOf(row, { types: row.types, disabled: row.disabled, createdAtMs: toNumber(row.created_at_ms) });
 }
 
 /** A transaction-scoped advisory lock per contract orders concurrent creations, so two cannot both pass the limit. */
@@ -204,15 +179,8 @@ export async function createTestDelivery(
   return { kind: "done", value: id };
 }
 
-interface ClaimRow {
-  id: string;
-  endpoint_id: string;
-  url: string;
-  event_id: string;
-  payload: string;
+interface ClaimRow extends ClaimText {
   tries: number;
-  secret: string;
-  previous_secret: string | null;
   previous_secret_expires_at_ms: string | null;
   claim_token: string;
 }
@@ -290,17 +258,15 @@ export async function claimDue(db: Queryable, claim: DeliveryClaim): Promise<Cla
     text: CLAIM_SQL,
     values: [claim.nowMs, claim.limit, claim.perEndpointLimit, claim.excludeEndpointIds, claimedUntilMs, claim.perContractLimit],
   });
-  return rows.map((row) => ({
-    id: row.id,
-    endpointId: row.endpoint_id,
-    url: row.url,
-    eventId: row.event_id,
-    payload: row.payload,
-    tries: row.tries,
-    secrets: liveSecrets(row.secret, row.previous_secret, toNullableNumber(row.previous_secret_expires_at_ms), claim.nowMs),
-    claimToken: row.claim_token,
-    claimedUntilMs,
-  }));
+  return rows.map((row) =>
+    claimedOf(row, {
+      tries: row.tries,
+      previousSecretExpiresAtMs: toNullableNumber(row.previous_secret_expires_at_ms),
+      claimToken: row.claim_token,
+      claimedUntilMs,
+      nowMs: claim.nowMs,
+    }),
+  );
 }
 
 export async function renewLeases(db: Queryable, leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]> {
@@ -389,13 +355,8 @@ export async function recordAttempt(client: PgClient, delivery: ClaimedDelivery,
   return stored;
 }
 
-interface DeliveryRow {
+interface DeliveryRow extends DeliveryText {
   seq: string;
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  status: string;
   attempts: DeliveryAttempt[];
   next_attempt_at_ms: string | null;
   created_at_ms: string;
@@ -405,16 +366,11 @@ const DELIVERY_COLUMNS =
   "d.seq, d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at_ms, d.created_at_ms";
 
 function toDelivery(row: DeliveryRow): WebhookDelivery {
-  return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    eventId: row.event_id,
-    eventType: row.event_type as EventType,
-    status: row.status as DeliveryStatus,
+  return deliveryOf(row, {
     attempts: row.attempts,
     nextAttemptAtMs: toNullableNumber(row.next_attempt_at_ms),
     createdAtMs: toNumber(row.created_at_ms),
-  };
+  });
 }
 
 export async function listDeliveries(

@@ -1,42 +1,33 @@
 import { randomBytes } from "node:crypto";
 import type { AddressKey } from "../../domain/address.js";
-import { eventJson, type EventType, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type {
-  AttemptOutcome,
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryLease,
-  DeliveryStatus,
-  NewWebhookEndpoint,
-  WebhookDelivery,
-  WebhookEndpoint,
-  WebhookEndpointChange,
-} from "../../domain/webhooks.js";
-import type {
-  DeliveryClaim,
-  DeliveryPage,
-  DeliveryQuery,
-  EndpointCreateResult,
-  EndpointOperation,
-  WebhookBacklog,
-  WebhooksStore,
-} from "../ports/webhooks.js";
+import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
+import type { DeliveryClaim, DeliveryPage, DeliveryQuery, EndpointCreateResult, WebhookBacklog, WebhooksStore } from "../ports/webhooks.js";
+import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
+import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
+  type AttemptOutcome,
   backoffUntilMs,
   changedEndpoint,
-  type ClaimableEndpoint,
   chooseDue,
+  type ClaimableEndpoint,
+  type ClaimedDelivery,
   deliveryAfterAttempt,
+  type EndpointOperation,
+  type DeliveryAttempt,
+  type DeliveryLease,
   endpointHealth,
   endpointRoom,
   fansOut,
-  liveSecrets,
   MAX_ATTEMPTS_KEPT,
   MAX_ENDPOINTS_WALKED_PER_CLAIM,
   newDeliveryId,
+  type NewWebhookEndpoint,
   parseDeliveryPosition,
   refusal,
   subscribes,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointChange,
 } from "../../domain/webhooks.js";
 import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 
@@ -46,30 +37,15 @@ import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
  * are taken without interleaving.
  */
 
-interface EndpointRow {
-  id: string;
-  contract: string;
-  url: string;
+interface EndpointRow extends EndpointText {
   types: string | null;
-  description: string | null;
   disabled: bigint;
-  disabled_reason: string | null;
   created_at_ms: bigint;
 }
 
-const ENDPOINT_COLUMNS = "id, contract, url, types, description, disabled, disabled_reason, created_at_ms";
-
 function toEndpoint(row: EndpointRow): WebhookEndpoint {
-  return {
-    id: row.id,
-    contract: row.contract as AddressKey,
-    url: row.url,
-    types: row.types === null ? null : (JSON.parse(row.types) as StreamEventType[]),
-    description: row.description,
-    disabled: row.disabled !== 0n,
-    disabledReason: row.disabled_reason,
-    createdAtMs: toNumber(row.created_at_ms),
-  };
+  const types = row.types === null ? null : (JSON.parse(row.types) as StreamEventType[]);
+  return endpointOf(row, { types, disabled: row.disabled !== 0n, createdAtMs: toNumber(row.created_at_ms) });
 }
 
 /**
@@ -282,15 +258,8 @@ export function claimDue(db: SqliteDb, claim: DeliveryClaim): ClaimedDelivery[] 
   return chooseDue(candidates, inFlight.byContract, claim).map((chosen) => lease(db, chosen.seq, claimedUntilMs, claim.nowMs));
 }
 
-interface ClaimRow {
-  id: string;
-  endpoint_id: string;
-  url: string;
-  event_id: string;
-  payload: string;
+interface ClaimRow extends ClaimText {
   tries: bigint;
-  secret: string;
-  previous_secret: string | null;
   previous_secret_expires_at_ms: bigint | null;
 }
 
@@ -302,17 +271,8 @@ function lease(db: SqliteDb, seq: bigint, claimedUntilMs: number, nowMs: number)
     `SELECT d.id, d.endpoint_id, e.url, d.event_id, d.payload, d.tries, e.secret, e.previous_secret, e.previous_secret_expires_at_ms
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.seq = ?`,
   ).get(seq) as ClaimRow;
-  return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    url: row.url,
-    eventId: row.event_id,
-    payload: row.payload,
-    tries: toNumber(row.tries),
-    secrets: liveSecrets(row.secret, row.previous_secret, toNullableNumber(row.previous_secret_expires_at_ms), nowMs),
-    claimToken,
-    claimedUntilMs,
-  };
+  const previousSecretExpiresAtMs = toNullableNumber(row.previous_secret_expires_at_ms);
+  return claimedOf(row, { tries: toNumber(row.tries), previousSecretExpiresAtMs, claimToken, claimedUntilMs, nowMs });
 }
 
 export function renewLeases(db: SqliteDb, leases: readonly DeliveryLease[], claimedUntilMs: number): string[] {
@@ -370,13 +330,8 @@ export function recordAttempt(db: SqliteDb, delivery: ClaimedDelivery, outcome: 
   return true;
 }
 
-interface DeliveryRow {
+interface DeliveryRow extends DeliveryText {
   seq: bigint;
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  status: string;
   attempts: string;
   next_attempt_at_ms: bigint | null;
   created_at_ms: bigint;
@@ -385,16 +340,11 @@ interface DeliveryRow {
 const DELIVERY_COLUMNS = "seq, id, endpoint_id, event_id, event_type, status, attempts, next_attempt_at_ms, created_at_ms";
 
 function toDelivery(row: DeliveryRow): WebhookDelivery {
-  return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    eventId: row.event_id,
-    eventType: row.event_type as EventType,
-    status: row.status as DeliveryStatus,
+  return deliveryOf(row, {
     attempts: JSON.parse(row.attempts) as DeliveryAttempt[],
     nextAttemptAtMs: toNullableNumber(row.next_attempt_at_ms),
     createdAtMs: toNumber(row.created_at_ms),
-  };
+  });
 }
 
 export function listDeliveries(db: SqliteDb, contract: AddressKey, endpointId: string, query: DeliveryQuery): DeliveryPage | null {
