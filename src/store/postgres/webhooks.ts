@@ -326,33 +326,39 @@ export async function recordAttempt(client: PgClient, delivery: ClaimedDelivery,
       delivery.endpointId,
     ]);
   }
-  const { rows: endpoint } = await client.query<{ disabled: boolean }>({
-    name: "pl-webhook-endpoint-disabled",
-    text: "SELECT disabled FROM webhook_endpoints WHERE id = $1",
-    values: [delivery.endpointId],
-  });
-  const endpointDisabled = endpoint[0]?.disabled ?? false;
-  const after = deliveryAfterAttempt(outcome, endpointDisabled);
-  const { rowCount } = await client.query({
+  // The row becomes what domain/webhooks.ts decides for the endpoint as this statement reads it:
+  // one statement, so the endpoint cannot change between the read and the write.
+  const enabled = deliveryAfterAttempt(outcome, false);
+  const disabled = deliveryAfterAttempt(outcome, true);
+  const { rows } = await client.query<{ endpoint_disabled: boolean | null }>({
     name: "pl-webhook-record-attempt",
-    text: `UPDATE webhook_deliveries SET
-             status = $3, tries = tries + 1,
-             attempts = CASE WHEN jsonb_array_length(attempts) >= $5 THEN attempts - 0 ELSE attempts END || jsonb_build_array($4::jsonb),
-             next_attempt_at_ms = $6, claimed_until_ms = NULL, claim_token = NULL, finished_at_ms = $7
-           WHERE id = $1 AND claim_token = $2`,
+    text: `WITH endpoint AS (SELECT coalesce((SELECT disabled FROM webhook_endpoints WHERE id = $2), false) AS disabled)
+           UPDATE webhook_deliveries SET
+             status = CASE WHEN endpoint.disabled THEN $5 ELSE $4 END,
+             tries = tries + 1,
+             attempts = CASE WHEN jsonb_array_length(attempts) >= $10 THEN attempts - 0 ELSE attempts END || jsonb_build_array($11::jsonb),
+             next_attempt_at_ms = CASE WHEN endpoint.disabled THEN $7::bigint ELSE $6::bigint END,
+             claimed_until_ms = NULL, claim_token = NULL,
+             finished_at_ms = CASE WHEN endpoint.disabled THEN $9::bigint ELSE $8::bigint END
+           FROM endpoint
+           WHERE id = $1 AND claim_token = $3
+           RETURNING endpoint.disabled AS endpoint_disabled`,
     values: [
       delivery.id,
+      delivery.endpointId,
       delivery.claimToken,
-      after.status,
-      JSON.stringify(outcome.attempt),
+      enabled.status,
+      disabled.status,
+      enabled.nextAttemptAtMs,
+      disabled.nextAttemptAtMs,
+      enabled.finishedAtMs,
+      disabled.finishedAtMs,
       MAX_ATTEMPTS_KEPT,
-      after.nextAttemptAtMs,
-      after.finishedAtMs,
+      JSON.stringify(outcome.attempt),
     ],
   });
-  const stored = (rowCount ?? 0) > 0;
-  if (stored && endpointDisabled) await failPending(client, delivery.endpointId, outcome.attempt.atMs);
-  return stored;
+  if (rows[0]?.endpoint_disabled) await failPending(client, delivery.endpointId, outcome.attempt.atMs);
+  return rows.length > 0;
 }
 
 interface DeliveryRow extends DeliveryText {
