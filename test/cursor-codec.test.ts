@@ -4,7 +4,7 @@ import { ApiError } from "../src/domain/errors.js";
 import { decodeCursor, encodeCursor, type CursorKind } from "../src/domain/cursor.js";
 import { cursorMessage } from "../src/domain/messages.js";
 import { BATCH_CURSOR, CONTRACT_CURSOR, DELIVERY_CURSOR, TRANSFER_CURSOR } from "../src/http/cursor.js";
-import { parseDeliveryPosition } from "../src/store/webhook-rules.js";
+import { parseDeliveryPosition } from "../src/domain/webhooks.js";
 import { addContract, expectError, setupContract, type TestLedger } from "./helpers/http.js";
 
 /**

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_EVENT_STREAMS } from "../src/http/event-stream.js";
+import { MAX_EVENT_STREAMS } from "../src/outbox/event-stream.js";
 import {
   batchBody,
   expectError,

@@ -8,7 +8,7 @@ import type { AddressKey } from "../src/domain/address.js";
 import { creditCreated, type LedgerEvent } from "../src/domain/events.js";
 import { createMetrics } from "../src/metrics.js";
 import type { LedgerStore } from "../src/store/store.js";
-import { newEndpointId } from "../src/store/webhook-rules.js";
+import { newEndpointId } from "../src/domain/webhooks.js";
 import { PurgeJob } from "../src/worker/purge.js";
 import { temporarySqliteStore } from "./helpers/app-over-store.js";
 import { assertBuilt, runCli, sqliteUrl, tempDir } from "./helpers/process.js";

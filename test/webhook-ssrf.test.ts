@@ -2,9 +2,9 @@ import http from "node:http";
 import { networkInterfaces } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClaimedDelivery } from "../src/store/store.js";
-import { checkedAgents, sendDelivery } from "../src/webhooks/send.js";
-import { newSecret } from "../src/webhooks/signing.js";
-import { refusedAddressReason, type Resolver } from "../src/webhooks/ssrf.js";
+import { checkedAgents, sendDelivery } from "../src/outbox/send.js";
+import { newSecret } from "../src/outbox/signing.js";
+import { refusedAddressReason, type Resolver } from "../src/outbox/ssrf.js";
 import { expectError, setupContract, type TestLedger } from "./helpers/http.js";
 import { startReceiver, type Receiver } from "./helpers/webhook-receiver.js";
 

@@ -3,7 +3,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PointsApiError, PointsClient, type WebhookDelivery } from "../src/client/index.js";
 import { createMetrics } from "../src/metrics.js";
-import { DeliveryJob } from "../src/worker/deliver.js";
+import { DeliveryJob } from "../src/outbox/delivery-job.js";
 import { createTestApp, listen, randomAddress, registerOperator, type TestApp } from "./helpers/http.js";
 import { assertBuilt, runCli } from "./helpers/process.js";
 import { startReceiver, type Receiver } from "./helpers/webhook-receiver.js";

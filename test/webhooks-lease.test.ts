@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { loadConfig } from "../src/config.js";
 import { createMetrics } from "../src/metrics.js";
-import { DeliveryJob } from "../src/worker/deliver.js";
+import { DeliveryJob } from "../src/outbox/delivery-job.js";
 import { PointsClient } from "../src/client/index.js";
 import { startHoldingReceiver, type HoldingReceiver } from "./helpers/holding-receiver.js";
 import { createTestApp, listen, randomAddress, registerOperator, type TestApp } from "./helpers/http.js";

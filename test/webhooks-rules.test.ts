@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { decideOutcome, parseRetryAfter, type SendResult } from "../src/webhooks/schedule.js";
-import { refusedAddressReason } from "../src/webhooks/ssrf.js";
+import { decideOutcome, parseRetryAfter, type SendResult } from "../src/outbox/retry-schedule.js";
+import { refusedAddressReason } from "../src/outbox/ssrf.js";
 import { loadConfig } from "../src/config.js";
 
 /** The pure rules of webhook delivery: which addresses are refused, and what follows an attempt. */

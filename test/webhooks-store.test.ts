@@ -9,7 +9,7 @@ import { creditCreated, webhookTest, type LedgerEvent } from "../src/domain/even
 import { fanOutDeliveries as pgFanOut } from "../src/store/postgres/webhooks.js";
 import { createSqliteStore } from "../src/store/sqlite/index.js";
 import type { AttemptOutcome, ClaimedDelivery, DeliveryClaim, LedgerStore, NewWebhookEndpoint } from "../src/store/store.js";
-import { newEndpointId } from "../src/store/webhook-rules.js";
+import { newEndpointId } from "../src/domain/webhooks.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import { postgresFanOutAt, sqliteFanOutAt } from "./helpers/fan-out.js";
 

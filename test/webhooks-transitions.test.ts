@@ -2,7 +2,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { createMetrics } from "../src/metrics.js";
-import { DeliveryJob } from "../src/worker/deliver.js";
+import { DeliveryJob } from "../src/outbox/delivery-job.js";
 import { batchBody, creditPoints, expectError, putBatch, randomAddress, setupContract, type TestLedger } from "./helpers/http.js";
 import { startReceiver, type ReceivedRequest, type Receiver } from "./helpers/webhook-receiver.js";
 

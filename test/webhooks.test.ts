@@ -6,7 +6,7 @@ import type { AddressKey } from "../src/domain/address.js";
 import { creditCreated, eventJson, type LedgerEvent } from "../src/domain/events.js";
 import { createMetrics } from "../src/metrics.js";
 import { fanOutDeliveries } from "../src/store/sqlite/webhooks.js";
-import { DeliveryJob } from "../src/worker/deliver.js";
+import { DeliveryJob } from "../src/outbox/delivery-job.js";
 import { addContract, expectError, setupContract, type OperatedContract, type TestLedger } from "./helpers/http.js";
 import { startReceiver, type Answer, type Receiver } from "./helpers/webhook-receiver.js";
 

@@ -97,7 +97,7 @@ export const DEFAULT_EVENT_STREAMS_PER_TOKEN = 5;
 /**
  * WEBHOOK_CLAIM_LEASE_MS's default (src/config.ts), the one definition: how long a claimed delivery
  * is its sender's alone without a renewal. Short, because a live sender renews it every quarter of
- * it (src/worker/deliver.ts): a killed sender's deliveries are sent again within about 4 s (issue 19:
+ * it (src/outbox/delivery-job.ts): a killed sender's deliveries are sent again within about 4 s (issue 19:
  * 29 s with the former 30 s lease), while a renewal late by up to three of its intervals still keeps it.
  */
 export const DEFAULT_WEBHOOK_CLAIM_LEASE_MS = 4000;

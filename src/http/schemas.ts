@@ -16,7 +16,7 @@ import type { InputKind } from "../domain/messages.js";
 import { INPUT_KIND_KEYWORD, MESSAGE_KEYWORD } from "./validation.js";
 import * as docs from "./openapi-docs.js";
 import { STREAM_EVENT_TYPES } from "../domain/events.js";
-import { DELIVERY_ID_PATTERN, ENDPOINT_ID_PATTERN } from "../store/webhook-rules.js";
+import { DELIVERY_ID_PATTERN, DELIVERY_STATUSES, ENDPOINT_ID_PATTERN } from "../domain/webhooks.js";
 import { SNAPSHOT_DECIMALS_MAX, SNAPSHOT_DECIMALS_MIN, SNAPSHOT_MEASURES } from "../domain/snapshot.js";
 
 /**
@@ -306,7 +306,7 @@ const WebhookEventTypes = Type.Array(Type.Union(STREAM_EVENT_TYPES.map((type) =>
   uniqueItems: true,
 });
 const EndpointId = Type.String({ pattern: ENDPOINT_ID_PATTERN });
-const DeliveryStatusSchema = Type.Union([Type.Literal("PENDING"), Type.Literal("SUCCEEDED"), Type.Literal("FAILED")]);
+const DeliveryStatusSchema = Type.Union(DELIVERY_STATUSES.map((status) => Type.Literal(status)));
 
 export const WebhookEndpointParams = Type.Object({ contractAddress: Address, endpointId: EndpointId }, closed);
 export const WebhookDeliveryParams = Type.Object(

@@ -3,13 +3,13 @@ import type { Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import type { Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
-import { DeliveryJob } from "./deliver.js";
+import { DeliveryJob } from "../outbox/delivery-job.js";
 import { Finalizer } from "./finalize.js";
 import { PurgeJob } from "./purge.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
- * (`points-ledger worker`): finalize (finalize.ts), deliver (deliver.ts), purge (purge.ts). Each
+ * (`points-ledger worker`): finalize (finalize.ts), deliver (../outbox/delivery-job.ts), purge (purge.ts). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).

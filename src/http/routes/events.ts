@@ -12,7 +12,7 @@ import type { EventQuery, StoredEvent } from "../../store/store.js";
 import type { ApiInstance, AppContext } from "../context.js";
 import { ServerKeys } from "../cursor-key.js";
 import { EventCursors, type CursorScope, type DecodedEventCursor } from "../event-cursor.js";
-import { EventStreams } from "../event-stream.js";
+import { EventStreams } from "../../outbox/event-stream.js";
 import { ContractParams, EventResponses, EventStreamQuery, EventsQuery, responses, textResponse } from "../schemas.js";
 import { streamExample } from "../openapi-docs.js";
 

@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import { invalidCursor } from "../../domain/cursor.js";
 import type { EventType, LedgerEvent } from "../../domain/events.js";
-import type { EventPage, EventQuery, StoredEvent } from "../store.js";
+import type { EventLogSql, EventPage, EventQuery, StoredEvent } from "../ports/events.js";
 import { noteAppendedEvents, toNumber, type PgClient, type Queryable } from "./db.js";
 import { fanOutDeliveries } from "./webhooks.js";
 
@@ -163,3 +163,6 @@ export async function purgeEvents(db: Queryable, beforeMs: number, limit: number
   });
   return rowCount ?? 0;
 }
+
+/** This file's functions as the port names them: one missing or of another shape is a compile error. */
+export const postgresEventLog = { appendEvents, listEvents, purgeEvents } satisfies EventLogSql<"async", PgClient, Queryable>;

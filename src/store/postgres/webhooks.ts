@@ -1,30 +1,29 @@
 import type { AddressKey } from "../../domain/address.js";
-import { STREAM_EVENT_TYPES, eventJson, type EventType, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type {
-  AttemptOutcome,
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryClaim,
-  DeliveryLease,
-  DeliveryPage,
-  DeliveryQuery,
-  DeliveryStatus,
-  EndpointCreateResult,
-  EndpointOperation,
-  NewWebhookEndpoint,
-  WebhookBacklog,
-  WebhookDelivery,
-  WebhookEndpoint,
-  WebhookEndpointChange,
-  WebhooksStore,
-} from "../store.js";
+import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
+import type { DeliveryClaim, DeliveryPage, DeliveryQuery, EndpointCreateResult, WebhookBacklog, WebhooksStore } from "../ports/webhooks.js";
+import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
+import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
-  endpointBackoffMs,
+  type AttemptOutcome,
+  backoffUntilMs,
+  changedEndpoint,
+  type ClaimedDelivery,
+  deliveryAfterAttempt,
+  type EndpointOperation,
+  type DeliveryAttempt,
+  type DeliveryLease,
+  endpointHealth,
+  fansOut,
   MAX_ATTEMPTS_KEPT,
   MAX_ENDPOINTS_WALKED_PER_CLAIM,
   newDeliveryId,
+  type NewWebhookEndpoint,
   parseDeliveryPosition,
-} from "../webhook-rules.js";
+  refusal,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointChange,
+} from "../../domain/webhooks.js";
 import { toNullableNumber, toNumber, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 
 /**
@@ -33,15 +32,15 @@ import { toNullableNumber, toNumber, transaction, type PgClient, type PgPool, ty
  * (SKIP LOCKED) and lease let several instances share the deliveries.
  */
 
-const FAN_OUT_TYPES: ReadonlySet<string> = new Set(STREAM_EVENT_TYPES);
-
 /**
  * Fans `events` out to the deliveries of every endpoint that is enabled and subscribed to their
  * type, in the caller's transaction (the one appending the events): one statement for all of
- * them, an index probe per event on webhook_endpoints (contract) when the contract has none.
+ * them, an index probe per event on webhook_endpoints (contract) when the contract has none. The
+ * events are chosen by the fan-out rule (domain/webhooks.ts fansOut); the join states its second
+ * half (subscribes: types null, or naming the event's).
  */
 export async function fanOutDeliveries(client: PgClient, events: readonly LedgerEvent[], nowMs: number): Promise<void> {
-  const eligible = events.filter((event) => event.stream !== null && FAN_OUT_TYPES.has(event.type));
+  const eligible = events.filter(fansOut);
   if (eligible.length === 0) return;
   await client.query({
     name: "pl-webhook-fan-out",
@@ -60,30 +59,14 @@ export async function fanOutDeliveries(client: PgClient, events: readonly Ledger
   });
 }
 
-interface EndpointRow {
-  id: string;
-  contract: string;
-  url: string;
-  types: string[] | null;
-  description: string | null;
+interface EndpointRow extends EndpointText {
+  types: StreamEventType[] | null;
   disabled: boolean;
-  disabled_reason: string | null;
   created_at_ms: string;
 }
 
-const ENDPOINT_COLUMNS = "id, contract, url, types, description, disabled, disabled_reason, created_at_ms";
-
 function toEndpoint(row: EndpointRow): WebhookEndpoint {
-  return {
-    id: row.id,
-    contract: row.contract as AddressKey,
-    url: row.url,
-    types: row.types as StreamEventType[] | null,
-    description: row.description,
-    disabled: row.disabled,
-    disabledReason: row.disabled_reason,
-    createdAtMs: toNumber(row.created_at_ms),
-  };
+  return endpointOf(row, { types: row.types, disabled: row.disabled, createdAtMs: toNumber(row.created_at_ms) });
 }
 
 /** A transaction-scoped advisory lock per contract orders concurrent creations, so two cannot both pass the limit. */
@@ -130,21 +113,13 @@ export async function updateEndpoint(
 ): Promise<WebhookEndpoint | null> {
   const current = await readEndpoint(client, contract, endpointId, true);
   if (!current) return null;
-  const disabled = change.disabled ?? current.disabled;
-  const disabledReason = disabled ? (change.disabledReason !== undefined ? change.disabledReason : current.disabledReason) : null;
+  const { fields, failsPending } = changedEndpoint(current, change);
   const { rows } = await client.query<EndpointRow>(
     `UPDATE webhook_endpoints SET url = $1, types = $2, description = $3, disabled = $4, disabled_reason = $5 WHERE id = $6
      RETURNING ${ENDPOINT_COLUMNS}`,
-    [
-      change.url ?? current.url,
-      change.types !== undefined ? change.types : current.types,
-      change.description !== undefined ? change.description : current.description,
-      disabled,
-      disabledReason,
-      endpointId,
-    ],
+    [fields.url, fields.types, fields.description, fields.disabled, fields.disabledReason, endpointId],
   );
-  if (disabled && !current.disabled) await failPending(client, endpointId, nowMs);
+  if (failsPending) await failPending(client, endpointId, nowMs);
   return toEndpoint(rows[0]!);
 }
 
@@ -192,9 +167,8 @@ export async function createTestDelivery(
   event: LedgerEvent,
   nowMs: number,
 ): Promise<EndpointOperation<string>> {
-  const endpoint = await readEndpoint(client, contract, endpointId);
-  if (!endpoint) return { kind: "not_found" };
-  if (endpoint.disabled) return { kind: "disabled" };
+  const refused = refusal(await readEndpoint(client, contract, endpointId));
+  if (refused) return refused;
   await endBackoff(client, endpointId);
   const id = newDeliveryId();
   await client.query(
@@ -205,15 +179,8 @@ export async function createTestDelivery(
   return { kind: "done", value: id };
 }
 
-interface ClaimRow {
-  id: string;
-  endpoint_id: string;
-  url: string;
-  event_id: string;
-  payload: string;
+interface ClaimRow extends ClaimText {
   tries: number;
-  secret: string;
-  previous_secret: string | null;
   previous_secret_expires_at_ms: string | null;
   claim_token: string;
 }
@@ -275,7 +242,7 @@ const CLAIM_SQL = `WITH RECURSIVE pending(endpoint_id) AS (
     e.previous_secret_expires_at_ms, d.claim_token`;
 
 /**
- * One statement: walk the endpoints with PENDING deliveries through the pending index (a skip
+ * The claim rule of domain/webhooks.ts (endpointRoom, chooseDue), as one statement: walk the endpoints with PENDING deliveries through the pending index (a skip
  * scan), count the sends in flight (live leases, every instance's) per endpoint and per contract
  * through the leased index, take each open endpoint's oldest due deliveries up to its room (one
  * while it times out, none while backed off), keep each contract within its room, deal them out
@@ -291,20 +258,15 @@ export async function claimDue(db: Queryable, claim: DeliveryClaim): Promise<Cla
     text: CLAIM_SQL,
     values: [claim.nowMs, claim.limit, claim.perEndpointLimit, claim.excludeEndpointIds, claimedUntilMs, claim.perContractLimit],
   });
-  return rows.map((row) => {
-    const previousLive = row.previous_secret !== null && toNumber(row.previous_secret_expires_at_ms) > claim.nowMs;
-    return {
-      id: row.id,
-      endpointId: row.endpoint_id,
-      url: row.url,
-      eventId: row.event_id,
-      payload: row.payload,
+  return rows.map((row) =>
+    claimedOf(row, {
       tries: row.tries,
-      secrets: previousLive ? [row.secret, row.previous_secret!] : [row.secret],
+      previousSecretExpiresAtMs: toNullableNumber(row.previous_secret_expires_at_ms),
       claimToken: row.claim_token,
       claimedUntilMs,
-    };
-  });
+      nowMs: claim.nowMs,
+    }),
+  );
 }
 
 export async function renewLeases(db: Queryable, leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]> {
@@ -320,28 +282,27 @@ export async function renewLeases(db: Queryable, leases: readonly DeliveryLease[
   return rows.map((row) => row.id);
 }
 
-/** Any answer ends an endpoint's backoff; an attempt without one within the timeout extends it (endpointBackoffMs). */
+/** Stores what the attempt says of the endpoint's health (domain/webhooks.ts endpointHealth, backoffUntilMs). */
 async function recordEndpointHealth(client: PgClient, endpointId: string, outcome: AttemptOutcome): Promise<void> {
-  if (outcome.attempt.statusCode !== null) {
+  const health = endpointHealth(outcome);
+  if (health === "answered") {
     await client.query({
       name: "pl-webhook-endpoint-answered",
       text: "UPDATE webhook_endpoints SET timeouts_in_row = 0, backoff_until_ms = NULL WHERE id = $1 AND timeouts_in_row > 0",
       values: [endpointId],
     });
-    return;
+  } else if (health === "timed_out") {
+    const { rows } = await client.query<{ timeouts_in_row: number }>({
+      name: "pl-webhook-endpoint-timed-out",
+      text: "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = $1 RETURNING timeouts_in_row",
+      values: [endpointId],
+    });
+    if (!rows[0]) return;
+    await client.query("UPDATE webhook_endpoints SET backoff_until_ms = GREATEST(COALESCE(backoff_until_ms, 0), $2) WHERE id = $1", [
+      endpointId,
+      backoffUntilMs(outcome.attempt, rows[0].timeouts_in_row),
+    ]);
   }
-  if (!outcome.timedOut) return;
-  const { rows } = await client.query<{ timeouts_in_row: number }>({
-    name: "pl-webhook-endpoint-timed-out",
-    text: "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = $1 RETURNING timeouts_in_row",
-    values: [endpointId],
-  });
-  if (!rows[0]) return;
-  const untilMs = outcome.attempt.atMs + outcome.attempt.durationMs + endpointBackoffMs(rows[0].timeouts_in_row);
-  await client.query("UPDATE webhook_endpoints SET backoff_until_ms = GREATEST(COALESCE(backoff_until_ms, 0), $2) WHERE id = $1", [
-    endpointId,
-    untilMs,
-  ]);
 }
 
 /**
@@ -365,42 +326,43 @@ export async function recordAttempt(client: PgClient, delivery: ClaimedDelivery,
       delivery.endpointId,
     ]);
   }
-  const { rows } = await client.query<{ endpoint_disabled: boolean }>({
+  // The row becomes what domain/webhooks.ts decides for the endpoint as this statement reads it:
+  // one statement, so the endpoint cannot change between the read and the write.
+  const enabled = deliveryAfterAttempt(outcome, false);
+  const disabled = deliveryAfterAttempt(outcome, true);
+  const { rows } = await client.query<{ endpoint_disabled: boolean | null }>({
     name: "pl-webhook-record-attempt",
-    text: `WITH endpoint AS (SELECT disabled FROM webhook_endpoints WHERE id = $2),
-           decided AS (SELECT CASE WHEN $4::text = 'PENDING' AND (SELECT disabled FROM endpoint) THEN 'FAILED' ELSE $4::text END AS status)
+    text: `WITH endpoint AS (SELECT coalesce((SELECT disabled FROM webhook_endpoints WHERE id = $2), false) AS disabled)
            UPDATE webhook_deliveries SET
-             status = decided.status,
+             status = CASE WHEN endpoint.disabled THEN $5 ELSE $4 END,
              tries = tries + 1,
-             attempts = CASE WHEN jsonb_array_length(attempts) >= $6 THEN attempts - 0 ELSE attempts END || jsonb_build_array($5::jsonb),
-             next_attempt_at_ms = CASE WHEN decided.status = 'PENDING' THEN $7::bigint END,
+             attempts = CASE WHEN jsonb_array_length(attempts) >= $10 THEN attempts - 0 ELSE attempts END || jsonb_build_array($11::jsonb),
+             next_attempt_at_ms = CASE WHEN endpoint.disabled THEN $7::bigint ELSE $6::bigint END,
              claimed_until_ms = NULL, claim_token = NULL,
-             finished_at_ms = CASE WHEN decided.status <> 'PENDING' THEN $8::bigint END
-           FROM decided
+             finished_at_ms = CASE WHEN endpoint.disabled THEN $9::bigint ELSE $8::bigint END
+           FROM endpoint
            WHERE id = $1 AND claim_token = $3
-           RETURNING (SELECT disabled FROM endpoint) AS endpoint_disabled`,
+           RETURNING endpoint.disabled AS endpoint_disabled`,
     values: [
       delivery.id,
       delivery.endpointId,
       delivery.claimToken,
-      outcome.status,
-      JSON.stringify(outcome.attempt),
+      enabled.status,
+      disabled.status,
+      enabled.nextAttemptAtMs,
+      disabled.nextAttemptAtMs,
+      enabled.finishedAtMs,
+      disabled.finishedAtMs,
       MAX_ATTEMPTS_KEPT,
-      outcome.nextAttemptAtMs,
-      outcome.attempt.atMs + outcome.attempt.durationMs,
+      JSON.stringify(outcome.attempt),
     ],
   });
   if (rows[0]?.endpoint_disabled) await failPending(client, delivery.endpointId, outcome.attempt.atMs);
   return rows.length > 0;
 }
 
-interface DeliveryRow {
+interface DeliveryRow extends DeliveryText {
   seq: string;
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  status: string;
   attempts: DeliveryAttempt[];
   next_attempt_at_ms: string | null;
   created_at_ms: string;
@@ -410,16 +372,11 @@ const DELIVERY_COLUMNS =
   "d.seq, d.id, d.endpoint_id, d.event_id, d.event_type, d.status, d.attempts, d.next_attempt_at_ms, d.created_at_ms";
 
 function toDelivery(row: DeliveryRow): WebhookDelivery {
-  return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    eventId: row.event_id,
-    eventType: row.event_type as EventType,
-    status: row.status as DeliveryStatus,
+  return deliveryOf(row, {
     attempts: row.attempts,
     nextAttemptAtMs: toNullableNumber(row.next_attempt_at_ms),
     createdAtMs: toNumber(row.created_at_ms),
-  };
+  });
 }
 
 export async function listDeliveries(
@@ -463,9 +420,10 @@ export async function retryDelivery(
   deliveryId: string,
   nowMs: number,
 ): Promise<EndpointOperation<WebhookDelivery>> {
-  const endpoint = await readEndpoint(client, contract, endpointId);
-  if (!endpoint || !(await readDelivery(client, contract, endpointId, deliveryId))) return { kind: "not_found" };
-  if (endpoint.disabled) return { kind: "disabled" };
+  const refused = refusal(
+    (await readDelivery(client, contract, endpointId, deliveryId)) && (await readEndpoint(client, contract, endpointId)),
+  );
+  if (refused) return refused;
   await endBackoff(client, endpointId);
   // A delivery being sent right now (a live lease) is left to that attempt.
   await client.query(
@@ -484,9 +442,8 @@ export async function recoverDeliveries(
   nowMs: number,
   limit: number,
 ): Promise<EndpointOperation<number>> {
-  const endpoint = await readEndpoint(client, contract, endpointId);
-  if (!endpoint) return { kind: "not_found" };
-  if (endpoint.disabled) return { kind: "disabled" };
+  const refused = refusal(await readEndpoint(client, contract, endpointId));
+  if (refused) return refused;
   const { rowCount } = await client.query(
     `UPDATE webhook_deliveries SET status = 'PENDING', tries = 0, next_attempt_at_ms = $1, finished_at_ms = NULL
      WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE endpoint_id = $2 AND status = 'FAILED' AND created_at_ms >= $3
@@ -514,7 +471,7 @@ export async function webhookBacklog(db: Queryable): Promise<WebhookBacklog> {
 }
 
 /** The WebhooksStore operations; `run` is the adapter's guard (bounded wait, errors translated). */
-export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>): WebhooksStore {
+export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>) {
   const inTransaction = <T>(work: (client: PgClient) => Promise<T>) => run(() => transaction(pool, work));
   return {
     createWebhookEndpoint: (endpoint, max) => inTransaction((client) => createEndpoint(client, endpoint, max)),
@@ -534,5 +491,5 @@ export function webhookOperations(pool: PgPool, run: <T>(work: () => Promise<T>)
       inTransaction((client) => recoverDeliveries(client, contract, id, sinceMs, nowMs, limit)),
     purgeDeliveries: (beforeMs, limit) => run(() => purgeDeliveries(pool, beforeMs, limit)),
     webhookBacklog: () => run(() => webhookBacklog(pool)),
-  };
+  } satisfies WebhooksStore;
 }

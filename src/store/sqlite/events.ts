@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import { invalidCursor } from "../../domain/cursor.js";
 import type { EventType, LedgerEvent } from "../../domain/events.js";
-import type { EventPage, EventQuery, StoredEvent } from "../store.js";
+import type { EventLogSql, EventPage, EventQuery, StoredEvent } from "../ports/events.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
 import { fanOutDeliveries } from "./webhooks.js";
 
@@ -128,3 +128,6 @@ export function purgeEvents(db: SqliteDb, beforeMs: number, limit: number): numb
   ).run(last);
   return deleted;
 }
+
+/** This file's functions as the port names them: one missing or of another shape is a compile error. */
+export const sqliteEventLog = { appendEvents, listEvents, purgeEvents } satisfies EventLogSql<"sync", SqliteDb>;

@@ -1,31 +1,34 @@
 import { randomBytes } from "node:crypto";
 import type { AddressKey } from "../../domain/address.js";
-import { STREAM_EVENT_TYPES, eventJson, type EventType, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type {
-  AttemptOutcome,
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryClaim,
-  DeliveryLease,
-  DeliveryPage,
-  DeliveryQuery,
-  DeliveryStatus,
-  EndpointCreateResult,
-  EndpointOperation,
-  NewWebhookEndpoint,
-  WebhookBacklog,
-  WebhookDelivery,
-  WebhookEndpoint,
-  WebhookEndpointChange,
-  WebhooksStore,
-} from "../store.js";
+import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
+import type { DeliveryClaim, DeliveryPage, DeliveryQuery, EndpointCreateResult, WebhookBacklog, WebhooksStore } from "../ports/webhooks.js";
+import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
+import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
-  endpointBackoffMs,
+  type AttemptOutcome,
+  backoffUntilMs,
+  changedEndpoint,
+  chooseDue,
+  type ClaimableEndpoint,
+  type ClaimedDelivery,
+  deliveryAfterAttempt,
+  type EndpointOperation,
+  type DeliveryAttempt,
+  type DeliveryLease,
+  endpointHealth,
+  endpointRoom,
+  fansOut,
   MAX_ATTEMPTS_KEPT,
   MAX_ENDPOINTS_WALKED_PER_CLAIM,
   newDeliveryId,
+  type NewWebhookEndpoint,
   parseDeliveryPosition,
-} from "../webhook-rules.js";
+  refusal,
+  subscribes,
+  type WebhookDelivery,
+  type WebhookEndpoint,
+  type WebhookEndpointChange,
+} from "../../domain/webhooks.js";
 import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 
 /**
@@ -34,43 +37,27 @@ import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
  * are taken without interleaving.
  */
 
-const FAN_OUT_TYPES: ReadonlySet<string> = new Set(STREAM_EVENT_TYPES);
-
-interface EndpointRow {
-  id: string;
-  contract: string;
-  url: string;
+interface EndpointRow extends EndpointText {
   types: string | null;
-  description: string | null;
   disabled: bigint;
-  disabled_reason: string | null;
   created_at_ms: bigint;
 }
 
-const ENDPOINT_COLUMNS = "id, contract, url, types, description, disabled, disabled_reason, created_at_ms";
-
 function toEndpoint(row: EndpointRow): WebhookEndpoint {
-  return {
-    id: row.id,
-    contract: row.contract as AddressKey,
-    url: row.url,
-    types: row.types === null ? null : (JSON.parse(row.types) as StreamEventType[]),
-    description: row.description,
-    disabled: row.disabled !== 0n,
-    disabledReason: row.disabled_reason,
-    createdAtMs: toNumber(row.created_at_ms),
-  };
+  const types = row.types === null ? null : (JSON.parse(row.types) as StreamEventType[]);
+  return endpointOf(row, { types, disabled: row.disabled !== 0n, createdAtMs: toNumber(row.created_at_ms) });
 }
 
 /**
  * Fans `events` out to the deliveries of every endpoint that is enabled and subscribed to their
- * type, inside the caller's transaction (the one appending the events), so a delivery exists if
- * and only if its event does. Costs one indexed lookup per stream when it has no endpoint.
+ * type (the fan-out rule: domain/webhooks.ts fansOut, subscribes), inside the caller's transaction
+ * (the one appending the events), so a delivery exists if and only if its event does. Costs one
+ * indexed lookup per stream when it has no endpoint.
  */
 export function fanOutDeliveries(db: SqliteDb, events: readonly LedgerEvent[], nowMs: number): void {
   const byStream = new Map<string, LedgerEvent[]>();
   for (const event of events) {
-    if (event.stream === null || !FAN_OUT_TYPES.has(event.type)) continue;
+    if (!fansOut(event)) continue;
     const list = byStream.get(event.stream) ?? [];
     list.push(event);
     byStream.set(event.stream, list);
@@ -81,10 +68,8 @@ export function fanOutDeliveries(db: SqliteDb, events: readonly LedgerEvent[], n
       types: string | null;
     }[];
     for (const endpoint of endpoints) {
-      const types = endpoint.types === null ? null : new Set(JSON.parse(endpoint.types) as string[]);
-      for (const event of streamEvents) {
-        if (types === null || types.has(event.type)) insertDelivery(db, endpoint.id, event, nowMs);
-      }
+      const types = endpoint.types === null ? null : (JSON.parse(endpoint.types) as string[]);
+      for (const event of streamEvents) if (subscribes(types, event.type)) insertDelivery(db, endpoint.id, event, nowMs);
     }
   }
 }
@@ -140,18 +125,16 @@ export function updateEndpoint(
 ): WebhookEndpoint | null {
   const current = readEndpoint(db, contract, endpointId);
   if (!current) return null;
-  const disabled = change.disabled ?? current.disabled;
-  const disabledReason = disabled ? (change.disabledReason !== undefined ? change.disabledReason : current.disabledReason) : null;
-  const types = change.types !== undefined ? change.types : current.types;
+  const { fields, failsPending } = changedEndpoint(current, change);
   statement(db, "UPDATE webhook_endpoints SET url = ?, types = ?, description = ?, disabled = ?, disabled_reason = ? WHERE id = ?").run(
-    change.url ?? current.url,
-    types === null ? null : JSON.stringify(types),
-    change.description !== undefined ? change.description : current.description,
-    disabled ? 1 : 0,
-    disabledReason,
+    fields.url,
+    fields.types === null ? null : JSON.stringify(fields.types),
+    fields.description,
+    fields.disabled ? 1 : 0,
+    fields.disabledReason,
     endpointId,
   );
-  if (disabled && !current.disabled) failPending(db, endpointId, nowMs);
+  if (failsPending) failPending(db, endpointId, nowMs);
   return readEndpoint(db, contract, endpointId);
 }
 
@@ -204,23 +187,15 @@ export function createTestDelivery(
   event: LedgerEvent,
   nowMs: number,
 ): EndpointOperation<string> {
-  const endpoint = readEndpoint(db, contract, endpointId);
-  if (!endpoint) return { kind: "not_found" };
-  if (endpoint.disabled) return { kind: "disabled" };
+  const refused = refusal(readEndpoint(db, contract, endpointId));
+  if (refused) return refused;
   endBackoff(db, endpointId);
   return { kind: "done", value: insertDelivery(db, endpointId, event, nowMs) };
 }
 
-interface WalkedEndpoint {
-  id: string;
-  contract: string;
-  timeouts_in_row: bigint;
-  backoff_until_ms: bigint | null;
-}
-
 /** Enabled endpoints with PENDING deliveries, walked through the pending index one endpoint at a time (a skip scan). */
-function endpointsWithPending(db: SqliteDb): WalkedEndpoint[] {
-  return statement(
+function endpointsWithPending(db: SqliteDb): ClaimableEndpoint[] {
+  const rows = statement(
     db,
     `WITH RECURSIVE pending(endpoint_id) AS (
        SELECT (SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'PENDING')
@@ -231,7 +206,13 @@ function endpointsWithPending(db: SqliteDb): WalkedEndpoint[] {
      )
      SELECT e.id, e.contract, e.timeouts_in_row, e.backoff_until_ms
      FROM pending p JOIN webhook_endpoints e ON e.id = p.endpoint_id WHERE e.disabled = 0`,
-  ).all() as WalkedEndpoint[];
+  ).all() as { id: string; contract: string; timeouts_in_row: bigint; backoff_until_ms: bigint | null }[];
+  return rows.map((row) => ({
+    id: row.id,
+    contract: row.contract,
+    timeoutsInRow: toNumber(row.timeouts_in_row),
+    backoffUntilMs: toNullableNumber(row.backoff_until_ms),
+  }));
 }
 
 /** Live leases (sends in flight, every job's) per endpoint and per contract, through webhook_deliveries_leased. */
@@ -255,13 +236,8 @@ interface DueRow {
   next_attempt_at_ms: bigint;
 }
 
-/**
- * Round-robin by endpoint (every endpoint's first turn before any second), oldest due first
- * within a turn, within the caps on sends in flight: an endpoint takes up to perEndpointLimit
- * (one while it times out; none while backed off), a contract up to perContractLimit.
- */
+/** The due deliveries of each open endpoint, up to its room, dealt out by the claim rule (domain/webhooks.ts endpointRoom, chooseDue). */
 export function claimDue(db: SqliteDb, claim: DeliveryClaim): ClaimedDelivery[] {
-  const excluded = new Set(claim.excludeEndpointIds);
   const inFlight = sendsInFlight(db, claim.nowMs);
   const candidates: { seq: bigint; contract: string; turn: number; dueAtMs: number }[] = [];
   const due = statement(
@@ -271,38 +247,19 @@ export function claimDue(db: SqliteDb, claim: DeliveryClaim): ClaimedDelivery[] 
      ORDER BY next_attempt_at_ms, seq LIMIT ?`,
   );
   for (const endpoint of endpointsWithPending(db)) {
-    const backoffUntilMs = toNullableNumber(endpoint.backoff_until_ms);
-    if (excluded.has(endpoint.id) || (backoffUntilMs !== null && backoffUntilMs > claim.nowMs)) continue;
-    const cap = endpoint.timeouts_in_row > 0n ? 1 : claim.perEndpointLimit;
-    const room = cap - (inFlight.byEndpoint.get(endpoint.id) ?? 0);
+    const room = endpointRoom(endpoint, inFlight.byEndpoint.get(endpoint.id) ?? 0, claim);
     if (room <= 0) continue;
     const rows = due.all(endpoint.id, claim.nowMs, claim.nowMs, room) as DueRow[];
     rows.forEach((row, turn) =>
       candidates.push({ seq: row.seq, contract: endpoint.contract, turn, dueAtMs: toNumber(row.next_attempt_at_ms) }),
     );
   }
-  candidates.sort((a, b) => a.turn - b.turn || a.dueAtMs - b.dueAtMs);
   const claimedUntilMs = claim.nowMs + claim.leaseMs;
-  const chosen: bigint[] = [];
-  for (const candidate of candidates) {
-    if (chosen.length >= claim.limit) break;
-    const contractSends = inFlight.byContract.get(candidate.contract) ?? 0;
-    if (contractSends >= claim.perContractLimit) continue;
-    inFlight.byContract.set(candidate.contract, contractSends + 1);
-    chosen.push(candidate.seq);
-  }
-  return chosen.map((seq) => lease(db, seq, claimedUntilMs, claim.nowMs));
+  return chooseDue(candidates, inFlight.byContract, claim).map((chosen) => lease(db, chosen.seq, claimedUntilMs, claim.nowMs));
 }
 
-interface ClaimRow {
-  id: string;
-  endpoint_id: string;
-  url: string;
-  event_id: string;
-  payload: string;
+interface ClaimRow extends ClaimText {
   tries: bigint;
-  secret: string;
-  previous_secret: string | null;
   previous_secret_expires_at_ms: bigint | null;
 }
 
@@ -314,18 +271,8 @@ function lease(db: SqliteDb, seq: bigint, claimedUntilMs: number, nowMs: number)
     `SELECT d.id, d.endpoint_id, e.url, d.event_id, d.payload, d.tries, e.secret, e.previous_secret, e.previous_secret_expires_at_ms
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.seq = ?`,
   ).get(seq) as ClaimRow;
-  const previousLive = row.previous_secret !== null && toNumber(row.previous_secret_expires_at_ms) > nowMs;
-  return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    url: row.url,
-    eventId: row.event_id,
-    payload: row.payload,
-    tries: toNumber(row.tries),
-    secrets: previousLive ? [row.secret, row.previous_secret!] : [row.secret],
-    claimToken,
-    claimedUntilMs,
-  };
+  const previousSecretExpiresAtMs = toNullableNumber(row.previous_secret_expires_at_ms);
+  return claimedOf(row, { tries: toNumber(row.tries), previousSecretExpiresAtMs, claimToken, claimedUntilMs, nowMs });
 }
 
 export function renewLeases(db: SqliteDb, leases: readonly DeliveryLease[], claimedUntilMs: number): string[] {
@@ -333,25 +280,24 @@ export function renewLeases(db: SqliteDb, leases: readonly DeliveryLease[], clai
   return leases.filter((held) => renew.run(claimedUntilMs, held.id, held.claimToken).changes > 0).map((held) => held.id);
 }
 
-/** Any answer ends an endpoint's backoff; an attempt without one within the timeout extends it (endpointBackoffMs). */
+/** Stores what the attempt says of the endpoint's health (domain/webhooks.ts endpointHealth, backoffUntilMs). */
 function recordEndpointHealth(db: SqliteDb, endpointId: string, outcome: AttemptOutcome): void {
-  if (outcome.attempt.statusCode !== null) {
+  const health = endpointHealth(outcome);
+  if (health === "answered") {
     statement(db, "UPDATE webhook_endpoints SET timeouts_in_row = 0, backoff_until_ms = NULL WHERE id = ? AND timeouts_in_row > 0").run(
       endpointId,
     );
-    return;
+  } else if (health === "timed_out") {
+    const timeouts = toNumber(
+      statement(db, "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = ? RETURNING timeouts_in_row")
+        .pluck(true)
+        .get(endpointId),
+    );
+    statement(db, "UPDATE webhook_endpoints SET backoff_until_ms = max(coalesce(backoff_until_ms, 0), ?) WHERE id = ?").run(
+      backoffUntilMs(outcome.attempt, timeouts),
+      endpointId,
+    );
   }
-  if (!outcome.timedOut) return;
-  const timeouts = toNumber(
-    statement(db, "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = ? RETURNING timeouts_in_row")
-      .pluck(true)
-      .get(endpointId),
-  );
-  const untilMs = outcome.attempt.atMs + outcome.attempt.durationMs + endpointBackoffMs(timeouts);
-  statement(db, "UPDATE webhook_endpoints SET backoff_until_ms = max(coalesce(backoff_until_ms, 0), ?) WHERE id = ?").run(
-    untilMs,
-    endpointId,
-  );
 }
 
 /**
@@ -373,30 +319,19 @@ export function recordAttempt(db: SqliteDb, delivery: ClaimedDelivery, outcome: 
   }
   const endpointDisabled =
     toNumber(statement(db, "SELECT disabled FROM webhook_endpoints WHERE id = ?").pluck(true).get(delivery.endpointId)) !== 0;
-  const status: DeliveryStatus = outcome.status === "PENDING" && endpointDisabled ? "FAILED" : outcome.status;
+  const after = deliveryAfterAttempt(outcome, endpointDisabled);
   const attempts = [...(JSON.parse(row.attempts) as DeliveryAttempt[]), outcome.attempt].slice(-MAX_ATTEMPTS_KEPT);
   statement(
     db,
     `UPDATE webhook_deliveries SET status = ?, tries = tries + 1, attempts = ?, next_attempt_at_ms = ?, claimed_until_ms = NULL,
        claim_token = NULL, finished_at_ms = ? WHERE id = ?`,
-  ).run(
-    status,
-    JSON.stringify(attempts),
-    status === "PENDING" ? outcome.nextAttemptAtMs : null,
-    status === "PENDING" ? null : outcome.attempt.atMs + outcome.attempt.durationMs,
-    delivery.id,
-  );
+  ).run(after.status, JSON.stringify(attempts), after.nextAttemptAtMs, after.finishedAtMs, delivery.id);
   if (endpointDisabled) failPending(db, delivery.endpointId, outcome.attempt.atMs);
   return true;
 }
 
-interface DeliveryRow {
+interface DeliveryRow extends DeliveryText {
   seq: bigint;
-  id: string;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  status: string;
   attempts: string;
   next_attempt_at_ms: bigint | null;
   created_at_ms: bigint;
@@ -405,16 +340,11 @@ interface DeliveryRow {
 const DELIVERY_COLUMNS = "seq, id, endpoint_id, event_id, event_type, status, attempts, next_attempt_at_ms, created_at_ms";
 
 function toDelivery(row: DeliveryRow): WebhookDelivery {
-  return {
-    id: row.id,
-    endpointId: row.endpoint_id,
-    eventId: row.event_id,
-    eventType: row.event_type as EventType,
-    status: row.status as DeliveryStatus,
+  return deliveryOf(row, {
     attempts: JSON.parse(row.attempts) as DeliveryAttempt[],
     nextAttemptAtMs: toNullableNumber(row.next_attempt_at_ms),
     createdAtMs: toNumber(row.created_at_ms),
-  };
+  });
 }
 
 export function listDeliveries(db: SqliteDb, contract: AddressKey, endpointId: string, query: DeliveryQuery): DeliveryPage | null {
@@ -450,9 +380,8 @@ export function retryDelivery(
   deliveryId: string,
   nowMs: number,
 ): EndpointOperation<WebhookDelivery> {
-  const endpoint = readEndpoint(db, contract, endpointId);
-  if (!endpoint || !readDelivery(db, contract, endpointId, deliveryId)) return { kind: "not_found" };
-  if (endpoint.disabled) return { kind: "disabled" };
+  const refused = refusal(readDelivery(db, contract, endpointId, deliveryId) && readEndpoint(db, contract, endpointId));
+  if (refused) return refused;
   endBackoff(db, endpointId);
   statement(
     db,
@@ -470,9 +399,8 @@ export function recoverDeliveries(
   nowMs: number,
   limit: number,
 ): EndpointOperation<number> {
-  const endpoint = readEndpoint(db, contract, endpointId);
-  if (!endpoint) return { kind: "not_found" };
-  if (endpoint.disabled) return { kind: "disabled" };
+  const refused = refusal(readEndpoint(db, contract, endpointId));
+  if (refused) return refused;
   const { changes } = statement(
     db,
     `UPDATE webhook_deliveries SET status = 'PENDING', tries = 0, next_attempt_at_ms = ?, finished_at_ms = NULL
@@ -501,7 +429,7 @@ export function webhookBacklog(db: SqliteDb): WebhookBacklog {
 }
 
 /** The WebhooksStore operations, each one transaction; `current` gives the connection in use (index.ts may reopen it). */
-export function webhookOperations(current: () => SqliteDb): WebhooksStore {
+export function webhookOperations(current: () => SqliteDb) {
   const write = <T>(work: (db: SqliteDb) => T): Promise<T> => {
     const db = current();
     return Promise.resolve(db.transaction(() => work(db)).immediate());
@@ -528,5 +456,5 @@ export function webhookOperations(current: () => SqliteDb): WebhooksStore {
     recoverDeliveries: (contract, id, sinceMs, nowMs, limit) => write((db) => recoverDeliveries(db, contract, id, sinceMs, nowMs, limit)),
     purgeDeliveries: (beforeMs, limit) => write((db) => purgeDeliveries(db, beforeMs, limit)),
     webhookBacklog: () => read((db) => webhookBacklog(db)),
-  };
+  } satisfies WebhooksStore;
 }

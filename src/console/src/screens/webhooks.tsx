@@ -6,7 +6,7 @@ import { When } from "../when.js";
 
 const DELIVERIES_SHOWN = 20;
 const PRIVATE_URL_SETTING = "WEBHOOK_ALLOW_PRIVATE_URLS";
-/** How the service words a refused target (src/webhooks/ssrf.ts): loopback, private, link-local, reserved. */
+/** How the service words a refused target (src/outbox/ssrf.ts): loopback, private, link-local, reserved. */
 const REFUSED_TARGET = /loopback|private|link-local|reserved|refused address/i;
 
 /** A secret shown once: it stays on screen until the operator says it is saved. */

@@ -278,7 +278,7 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     // Fair webhook delivery (issue 19): an endpoint's attempts without an answer in a row, and
-    // until when it is held back (webhook-rules.ts endpointBackoffMs). webhook_deliveries_leased
+    // until when it is held back (src/domain/webhooks.ts endpointBackoffMs). webhook_deliveries_leased
     // lets the claim count the sends in flight per endpoint and contract without a scan: only
     // deliveries claimed and not yet recorded carry a claim token.
     version: 9,

@@ -2,8 +2,8 @@ import http from "node:http";
 import https from "node:https";
 import { Socket, type LookupFunction } from "node:net";
 import type { Duplex } from "node:stream";
-import type { ClaimedDelivery } from "../store/store.js";
-import { parseRetryAfter, type SendResult } from "./schedule.js";
+import type { ClaimedDelivery } from "../domain/webhooks.js";
+import { parseRetryAfter, type SendResult } from "./retry-schedule.js";
 import { signatureHeader } from "./signing.js";
 import { assertAllowedAddress, literalAddress, parseTargetUrl, RefusedTarget, resolveAll, systemResolver, type Resolver } from "./ssrf.js";
 

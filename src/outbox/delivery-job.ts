@@ -2,10 +2,21 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
 import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS } from "../domain/limits.js";
 import type { Metrics } from "../metrics.js";
-import type { AttemptOutcome, ClaimedDelivery, DeliveryLease, LedgerStore } from "../store/store.js";
-import { decideOutcome } from "../webhooks/schedule.js";
-import { SEND_TIMEOUT_MS, sendDelivery } from "../webhooks/send.js";
-import { JobLoop } from "./loop.js";
+import type { AttemptOutcome, ClaimedDelivery, DeliveryLease } from "../domain/webhooks.js";
+import type { LedgerStore } from "../store/store.js";
+import { decideOutcome } from "./retry-schedule.js";
+import { SEND_TIMEOUT_MS, sendDelivery } from "./send.js";
+import { JobLoop } from "../worker/loop.js";
+
+/*
+ * The outbox (this folder). Every change of the ledger appends its events in the same transaction
+ * as the change, and in that transaction the fan-out rule (domain/webhooks.ts) queues one delivery
+ * per enabled, subscribed endpoint: an event and its deliveries exist iff the change committed.
+ * After commit they leave: this job claims due deliveries and sends them (send.ts, signed by
+ * signing.ts, to addresses ssrf.ts allows), retrying by retry-schedule.ts; live streams read the
+ * log from their own position (event-stream.ts). The adapters keep only the SQL of the log and of
+ * the deliveries (their events.ts and webhooks.ts, by the ports store/ports/events.ts and webhooks.ts).
+ */
 
 /**
  * The deliver job (README, Architecture: background jobs): claims due webhook deliveries and sends them, a bounded
@@ -14,7 +25,7 @@ import { JobLoop } from "./loop.js";
  * so an endpoint that hangs or fails holds only its own slots (at most MAX_IN_FLIGHT_PER_ENDPOINT
  * of them, and a contract's endpoints together MAX_IN_FLIGHT_PER_CONTRACT): the claim passes over
  * endpoints and contracts that have that many in flight. An endpoint whose attempts time out is
- * backed off and sent one delivery at a time until it answers again (webhook-rules.ts). Claims are leased
+ * backed off and sent one delivery at a time until it answers again (domain/webhooks.ts). Claims are leased
  * (WEBHOOK_CLAIM_LEASE_MS), so on PostgreSQL several instances share the work without sending one
  * attempt twice at once. The lease is short and renewed every quarter of it while the attempt
  * runs, so a delivery whose sender died (SIGKILL) is sent again within one lease, not after the

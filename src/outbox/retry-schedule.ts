@@ -1,4 +1,4 @@
-import type { AttemptOutcome, DeliveryAttempt } from "../store/store.js";
+import type { AttemptOutcome, DeliveryAttempt } from "../domain/webhooks.js";
 
 /**
  * What follows an attempt (docs/api.md Webhooks): a 2xx is success; a 410 disables the endpoint at
