@@ -168,3 +168,22 @@ export const MAX_API_KEYS = 100;
 
 /** An API key's name, in code points. */
 export const API_KEY_NAME_MAX_LENGTH = 64;
+
+/** Sends in flight at once, all endpoints together. */
+export const MAX_IN_FLIGHT_SENDS = 16;
+/** Sends in flight to one endpoint at once: what one slow endpoint can take of MAX_IN_FLIGHT_SENDS. */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+/**
+ * Sends in flight to one contract's endpoints at once (every instance's, counted by live leases):
+ * a tenant whose endpoints all hang holds at most half of a job's slots, so the others' deliveries
+ * still go out at once (issue 19: 10 hanging endpoints of one contract held all 16 for 15 s and more).
+ */
+export const MAX_IN_FLIGHT_PER_CONTRACT = 8;
+
+/** docs/api.md Webhooks: an answer must come within 15 s. */
+export const SEND_TIMEOUT_MS = 15_000;
+
+/** The first timeout of an endpoint holds its deliveries back this long; each further one in a row doubles it. */
+export const ENDPOINT_BACKOFF_BASE_MS = 1000;
+/** The longest an endpoint that keeps timing out is held back between attempts. */
+export const ENDPOINT_BACKOFF_MAX_MS = 60_000;

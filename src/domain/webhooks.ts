@@ -1,3 +1,4 @@
+import { ENDPOINT_BACKOFF_BASE_MS, ENDPOINT_BACKOFF_MAX_MS } from "./limits.js";
 import { randomBytes } from "node:crypto";
 import type { AddressKey } from "./address.js";
 import { DELIVERY_SEQ_PART, checkedParts, invalidCursor } from "./cursor.js";
@@ -100,11 +101,6 @@ export const MAX_ATTEMPTS_KEPT = 50;
 
 /** Endpoints with pending deliveries one claim walks at most: bounds the claim's work however many endpoints exist. */
 export const MAX_ENDPOINTS_WALKED_PER_CLAIM = 10_000;
-
-/** The first timeout of an endpoint holds its deliveries back this long; each further one in a row doubles it. */
-export const ENDPOINT_BACKOFF_BASE_MS = 1000;
-/** The longest an endpoint that keeps timing out is held back between attempts. */
-export const ENDPOINT_BACKOFF_MAX_MS = 60_000;
 
 /**
  * How long an endpoint is held back after its `timeoutsInRow`-th attempt in a row without an

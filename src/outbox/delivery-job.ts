@@ -1,11 +1,17 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
-import { DEFAULT_WEBHOOK_CLAIM_LEASE_MS } from "../domain/limits.js";
+import {
+  DEFAULT_WEBHOOK_CLAIM_LEASE_MS,
+  MAX_IN_FLIGHT_PER_CONTRACT,
+  MAX_IN_FLIGHT_PER_ENDPOINT,
+  MAX_IN_FLIGHT_SENDS,
+  SEND_TIMEOUT_MS,
+} from "../domain/limits.js";
 import type { Metrics } from "../metrics.js";
 import type { AttemptOutcome, ClaimedDelivery, DeliveryLease } from "../domain/webhooks.js";
 import type { LedgerStore } from "../store/store.js";
 import { decideOutcome } from "./retry-schedule.js";
-import { SEND_TIMEOUT_MS, sendDelivery } from "./send.js";
+import { sendDelivery } from "./send.js";
 import { JobLoop } from "../worker/loop.js";
 
 /*
@@ -44,16 +50,6 @@ export interface DeliveryJobOptions {
   leaseMs?: number;
 }
 
-/** Sends in flight at once, all endpoints together. */
-export const MAX_IN_FLIGHT_SENDS = 16;
-/** Sends in flight to one endpoint at once: what one slow endpoint can take of MAX_IN_FLIGHT_SENDS. */
-export const MAX_IN_FLIGHT_PER_ENDPOINT = 4;
-/**
- * Sends in flight to one contract's endpoints at once (every instance's, counted by live leases):
- * a tenant whose endpoints all hang holds at most half of a job's slots, so the others' deliveries
- * still go out at once (issue 19: 10 hanging endpoints of one contract held all 16 for 15 s and more).
- */
-export const MAX_IN_FLIGHT_PER_CONTRACT = 8;
 /** Renewals per lease (a claim is renewed every LEASE_RENEWALS_PER_LEASE-th of it while the attempt runs): three may come late or fail before another job may take the delivery. */
 const LEASE_RENEWALS_PER_LEASE = 4;
 const DEFAULT_POLL_INTERVAL_MS = 500;

@@ -7,8 +7,6 @@ import { parseRetryAfter, type SendResult } from "./retry-schedule.js";
 import { signatureHeader } from "./signing.js";
 import { assertAllowedAddress, literalAddress, parseTargetUrl, RefusedTarget, resolveAll, systemResolver, type Resolver } from "./ssrf.js";
 
-/** docs/api.md Webhooks: an answer must come within 15 s. */
-export const SEND_TIMEOUT_MS = 15_000;
 const USER_AGENT = "points-ledger-webhooks/1";
 
 export interface SendOptions {
