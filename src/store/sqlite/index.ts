@@ -1,34 +1,17 @@
-import type { AddressKey } from "../../domain/address.js";
-import { batchMatchesRequest, type NewBatch } from "../../domain/batch.js";
-import { assertInvariant } from "../../domain/errors.js";
-import { cancelTransition, submitTransition } from "../../domain/transitions.js";
-import { type BatchQuery, type CancelResult, type LedgerStore, type SubmitResult } from "../store.js";
-import { changeBalance, readBalance, readBalances } from "./accounts.js";
-import {
-  deleteExpired,
-  insertToken,
-  insertUsedNonce,
-  listOperators,
-  lookupToken,
-  readOperator,
-  readOrStoreServerKey,
-  writeOperator,
-} from "./auth.js";
-import {
-  countFailingBatches,
-  findBatchRow,
-  insertBatch,
-  listBatches,
-  nextFinalizeAtMs,
-  setStatus,
-  toBatch,
-  withTransfers,
-} from "./batches.js";
-import { applyCredit, readAssetEarnings } from "./credits.js";
-import { appendEvents, listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
+import { cancelBatch } from "../../ledger/cancel.js";
+import { credit } from "../../ledger/credit.js";
+import { finalizeDue } from "../../ledger/finalize.js";
+import { setOperator } from "../../ledger/operator.js";
+import { submitBatch } from "../../ledger/submit.js";
+import type { LedgerStore } from "../store.js";
+import { readBalances } from "./accounts.js";
+import { deleteExpired, insertToken, insertUsedNonce, listOperators, lookupToken, readOperator, readOrStoreServerKey } from "./auth.js";
+import { countFailingBatches, findBatchRow, listBatches, nextFinalizeAtMs, withTransfers } from "./batches.js";
+import { readAssetEarnings } from "./credits.js";
+import { listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
 import { CommittedEvents } from "../committed-events.js";
-import { finalizeDue } from "./finalize.js";
-import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteDb, type SqliteOptions } from "./db.js";
+import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteOptions } from "./db.js";
+import { sqliteLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
 import { listAccountBalances, listTransfers } from "./transfers.js";
@@ -46,6 +29,8 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
   const probeWrites = cachedWriteProbe(options.path);
   const recovery = new ReadOnlyRecovery(options);
   const committed = new CommittedEvents();
+  // The flows (src/ledger/) run synchronously over it: each one whole inside one transaction.
+  const ledger = sqliteLedger(() => db);
   const store: LedgerStore = {
     kind: "sqlite",
     migrate: async () => migrate(db),
@@ -54,22 +39,20 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
       if (db.open) db.close();
     },
     getOperator: async (contract) => readOperator(db, contract),
-    setOperator: async (contract, operator, nowMs) => {
-      db.transaction(() => writeOperator(db, contract, operator, nowMs)).immediate();
-    },
+    setOperator: async (contract, operator, nowMs) => setOperator(ledger, contract, operator, nowMs),
     listOperators: async (query) => listOperators(db, query),
-    credit: async (credit) => db.transaction(() => applyCredit(db, credit)).immediate(),
+    credit: async (newCredit) => credit(ledger, newCredit),
     getBalances: async (address, pointTypes) => readBalances(db, address, pointTypes),
     getAssetEarnings: async (address) => readAssetEarnings(db, address),
     pointTypesInUse: async () => pointTypesInUse(db),
-    submitBatch: async (batch) => db.transaction(() => submit(db, batch)).immediate(),
+    submitBatch: async (batch) => submitBatch(ledger, batch),
     getBatch: async (contract, batchId) => {
       const row = findBatchRow(db, contract, batchId);
       return row ? db.transaction(() => withTransfers(db, row))() : null;
     },
-    listBatches: async (contract: AddressKey, query: BatchQuery) => listBatches(db, contract, query),
-    cancelBatch: async (contract, batchId, nowMs) => db.transaction(() => cancel(db, contract, batchId, nowMs)).immediate(),
-    finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(db, nowMs, limit, onFailure),
+    listBatches: async (contract, query) => listBatches(db, contract, query),
+    cancelBatch: async (contract, batchId, nowMs) => cancelBatch(ledger, contract, batchId, nowMs),
+    finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(ledger, nowMs, limit, onFailure),
     nextFinalizeAtMs: async () => nextFinalizeAtMs(db),
     countFailingBatches: async () => countFailingBatches(db),
     serverKey: async (name, candidate) => readOrStoreServerKey(db, name, candidate),
@@ -102,31 +85,4 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
     },
   );
   return { ...guarded, onCommittedEvents: (listener) => committed.subscribe(listener) };
-}
-
-function submit(db: SqliteDb, batch: NewBatch): SubmitResult {
-  const existing = findBatchRow(db, batch.contract, batch.batchId);
-  if (existing) {
-    const matchesRequest = batchMatchesRequest(withTransfers(db, existing), batch);
-    return { kind: "exists", status: toBatch(existing).status, matchesRequest };
-  }
-  const transition = submitTransition(batch, readBalance(db, batch.contract, batch.pointType));
-  if (transition.kind === "insufficient") return transition;
-  changeBalance(db, batch.contract, batch.pointType, transition.senderChange);
-  insertBatch(db, batch);
-  appendEvents(db, transition.events);
-  return { kind: "accepted", batch: transition.batch };
-}
-
-function cancel(db: SqliteDb, contract: AddressKey, batchId: string, nowMs: number): CancelResult {
-  const row = findBatchRow(db, contract, batchId);
-  if (!row) return { kind: "not_found" };
-  const batch = toBatch(row);
-  const transition = cancelTransition(batch, nowMs);
-  if (transition.kind === "already_cancelled") return { kind: "cancelled", batch, changed: false };
-  if (transition.kind === "not_cancellable") return { kind: "not_cancellable", batch };
-  assertInvariant(setStatus(db, row.seq, "PENDING", "CANCELLED", nowMs), `batch ${batchId} changed under its lock`);
-  changeBalance(db, contract, batch.pointType, transition.senderChange);
-  appendEvents(db, transition.events);
-  return { kind: "cancelled", batch: transition.batch, changed: true };
 }
