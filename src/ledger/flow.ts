@@ -53,7 +53,11 @@ export async function runAsync<R>(flow: Flow<R>): Promise<R> {
 export type TransactionFlow<Db, R> = (ports: LedgerPorts<Db>, db: Db) => Flow<R>;
 
 /** Runs `flow` in one transaction of `database`, driven the way the database answers. */
-export function inTransaction<Db, R>(database: LedgerDatabase<Db>, flow: TransactionFlow<Db, R>, options?: TransactOptions<R>): R | Promise<R> {
+export function inTransaction<Db, R>(
+  database: LedgerDatabase<Db>,
+  flow: TransactionFlow<Db, R>,
+  options?: TransactOptions<R>,
+): R | Promise<R> {
   if (database.mode === "sync") return database.transact((db) => runSync(flow(database.ports, db)), options);
   return database.transact((db) => runAsync(flow(database.ports, db)), options);
 }

@@ -4,7 +4,12 @@ import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
 import { inTransaction, io, type Flow } from "./flow.js";
 
 /** operator change (domain/transitions.ts operatorTransition) in one transaction: a change revokes the contract's tokens. */
-export function setOperator<Db>(database: LedgerDatabase<Db>, contract: AddressKey, operator: AddressKey, nowMs: number): void | Promise<void> {
+export function setOperator<Db>(
+  database: LedgerDatabase<Db>,
+  contract: AddressKey,
+  operator: AddressKey,
+  nowMs: number,
+): void | Promise<void> {
   return inTransaction(database, (ports, db) => operatorFlow(ports, db, contract, operator, nowMs));
 }
 

@@ -1,6 +1,7 @@
 import type { AddressKey } from "../domain/address.js";
 import type { Batch, BatchStatus, PointType } from "../domain/batch.js";
 import type { OperatorPage } from "./ports/auth.js";
+import type { NewCredit } from "./ports/credits.js";
 import type { StoredBatch, StoredFinalizeFailure } from "./ports/batches.js";
 
 /**
@@ -87,4 +88,17 @@ export function toStoredFailure(row: FailureColumns): StoredFinalizeFailure {
     failures: Number(row.finalize_failures),
     retryAtMs: Number(row.finalize_retry_at_ms),
   };
+}
+
+/** A credit's row values, in the column order (address, credit_id, point_type, amount_units, created_at_ms, asset, block). */
+export function creditColumns(credit: NewCredit): [string, string, string, string, number, string | null, number | null] {
+  return [
+    credit.address,
+    credit.creditId,
+    credit.pointType,
+    credit.amount.toString(),
+    credit.createdAtMs,
+    credit.asset ?? null,
+    credit.block ?? null,
+  ];
 }

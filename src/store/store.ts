@@ -1,5 +1,4 @@
 import type { AddressKey } from "../domain/address.js";
-import type { Balance } from "../domain/balance.js";
 import type { CommittedEventsListener } from "./committed-events.js";
 import type { EventType, LedgerEvent, StreamEventType } from "../domain/events.js";
 import type { PointType } from "../domain/batch.js";
@@ -30,7 +29,15 @@ export type {
   SubmitResult,
 } from "./ports/batches.js";
 export type { AuthStore, NewToken, OperatorPage, OperatorQuery, RegisteredOperator, TokenGrant } from "./ports/auth.js";
-export type { AccountBalance, AccountQuery, TransferPage, TransferPosition, TransferQuery, TransferRow, TransfersStore } from "./ports/transfers.js";
+export type {
+  AccountBalance,
+  AccountQuery,
+  TransferPage,
+  TransferPosition,
+  TransferQuery,
+  TransferRow,
+  TransfersStore,
+} from "./ports/transfers.js";
 
 export interface Violation {
   invariant: 1 | 2 | 3 | 4;

@@ -67,4 +67,3 @@ export interface TransfersStore {
   /** Every account row, by (address, pointType), one keyset page. */
   listAccountBalances(query: AccountQuery): Promise<AccountBalance[]>;
 }
-

@@ -1,5 +1,5 @@
 import type { AddressKey } from "../../domain/address.js";
-import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
+import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
 import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
 import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
 import { toBatch as batchOf, toStoredBatch, statusTimeColumn, toStoredFailure, type FailureColumns } from "../rows.js";
@@ -197,7 +197,12 @@ async function claimBatch(db: Queryable, seq: string, nowMs: number): Promise<St
  * from the failures before this one). Returns what it stored, or undefined if the batch is no
  * longer PENDING (another instance finalized it meanwhile).
  */
-async function recordFinalizeFailure(db: Queryable, seq: string, nowMs: number, errorText: string): Promise<StoredFinalizeFailure | undefined> {
+async function recordFinalizeFailure(
+  db: Queryable,
+  seq: string,
+  nowMs: number,
+  errorText: string,
+): Promise<StoredFinalizeFailure | undefined> {
   const { rows } = await db.query<FailureColumns>({
     name: "pl-record-finalize-failure",
     text: `UPDATE batches SET

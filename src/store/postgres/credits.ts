@@ -2,6 +2,7 @@ import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import type { AssetEarnings } from "../ports/accounts.js";
 import type { CreditsPort, NewCredit, StoredCredit } from "../ports/credits.js";
+import { creditColumns } from "../rows.js";
 import { toUnits, type Queryable } from "./db.js";
 
 /**
@@ -13,7 +14,7 @@ async function insertCredit(db: Queryable, credit: NewCredit): Promise<boolean> 
     name: "pl-insert-credit",
     text: `INSERT INTO credits (address, credit_id, point_type, amount_units, created_at_ms, asset, block)
            VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (address, credit_id) DO NOTHING`,
-    values: [credit.address, credit.creditId, credit.pointType, credit.amount.toString(), credit.createdAtMs, credit.asset ?? null, credit.block ?? null],
+    values: creditColumns(credit),
   });
   return rowCount === 1;
 }
@@ -71,7 +72,12 @@ async function findCredit(db: Queryable, address: AddressKey, creditId: string):
   });
   const row = rows[0];
   if (!row) return undefined;
-  return { pointType: row.point_type, amount: toUnits(row.amount_units), asset: row.asset, block: row.block === null ? null : Number(row.block) };
+  return {
+    pointType: row.point_type,
+    amount: toUnits(row.amount_units),
+    asset: row.asset,
+    block: row.block === null ? null : Number(row.block),
+  };
 }
 
 /** The credits and asset earnings tables for src/ledger/credit.ts, over pg. */

@@ -1,5 +1,5 @@
 import type { AddressKey } from "../../domain/address.js";
-import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
+import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
 import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
 import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
 import { toBatch as batchOf, toStoredBatch, statusTimeColumn, toStoredFailure, type FailureColumns } from "../rows.js";
@@ -201,8 +201,10 @@ function fairDueBatches(db: SqliteDb, nowMs: number, limit: number, afterContrac
 
 /** Batch `seq` if it is still claimable (one process writes: nothing to lock or skip). */
 function claimBatch(db: SqliteDb, seq: string, nowMs: number): StoredBatch | undefined {
-  return toStored(statement(db, `SELECT * FROM batches WHERE seq = @seq AND ${CLAIMABLE_SQL}`).get({ seq: BigInt(seq), now: nowMs }) as
-    BatchRow | undefined);
+  return toStored(
+    statement(db, `SELECT * FROM batches WHERE seq = @seq AND ${CLAIMABLE_SQL}`).get({ seq: BigInt(seq), now: nowMs }) as
+      BatchRow | undefined,
+  );
 }
 
 /**

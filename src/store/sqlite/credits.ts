@@ -2,6 +2,7 @@ import type { PointType } from "../../domain/batch.js";
 import type { AddressKey } from "../../domain/address.js";
 import type { AssetEarnings } from "../ports/accounts.js";
 import type { CreditsPort, NewCredit, StoredCredit } from "../ports/credits.js";
+import { creditColumns } from "../rows.js";
 import { fromPair, statement, toNullableNumber, toNumber, toPair, type SqliteDb } from "./db.js";
 
 /** Stores the credit unless (address, creditId) is taken; false when it is. */
@@ -10,7 +11,7 @@ function insertCredit(db: SqliteDb, credit: NewCredit): boolean {
     db,
     `INSERT INTO credits (address, credit_id, point_type, amount_units, created_at_ms, asset, block) VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (address, credit_id) DO NOTHING`,
-  ).run(credit.address, credit.creditId, credit.pointType, credit.amount.toString(), credit.createdAtMs, credit.asset ?? null, credit.block ?? null);
+  ).run(creditColumns(credit));
   return changes === 1;
 }
 
