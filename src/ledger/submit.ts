@@ -1,6 +1,6 @@
 import { batchMatchesRequest, type NewBatch } from "../domain/batch.js";
 import { assertInvariant } from "../domain/errors.js";
-import { submitTransition } from "../domain/transitions.js";
+import { acceptedBatch, submitTransition } from "../domain/transitions.js";
 import type { SubmitResult } from "../store/ports/batches.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
 import { checkedWrite } from "./balance.js";
@@ -17,7 +17,7 @@ export function submitBatch<Db>(database: LedgerDatabase<Db>, batch: NewBatch): 
 }
 
 function* submitFlow<Db>(ports: LedgerPorts<Db>, db: Db, batch: NewBatch): Flow<SubmitResult> {
-  const seq = yield* io(ports.batches.insertBatch(db, batch));
+  const seq = yield* io(ports.batches.insertBatch(db, batch, acceptedBatch(batch).finalizeAtMs));
   if (seq === undefined) return yield* existingBatch(ports, db, batch);
   yield* io(ports.batches.insertTransfers(db, seq, batch.transfers));
   const sender = yield* io(ports.accounts.lockBalance(db, batch.contract, batch.pointType));

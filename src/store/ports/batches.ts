@@ -111,11 +111,12 @@ export interface StoredFinalizeFailure {
 /** The batches and transfers tables, as the ledger flows (src/ledger/) use them inside a transaction `db`. */
 export interface BatchesPort<Db, out M extends Io = Io> {
   /**
-   * Inserts the batch row (PENDING) unless (contract, batchId) is taken; its seq, or undefined
+   * Inserts the batch row (PENDING, finalizing at `finalizeAtMs`: the domain's acceptedBatch
+   * decides it) unless (contract, batchId) is taken; its seq, or undefined
    * when taken. A concurrent insert of the same batchId waits for the other transaction, so
    * exactly one submission of a batchId is accepted.
    */
-  insertBatch(db: Db, batch: NewBatch): Out<M, string | undefined>;
+  insertBatch(db: Db, batch: NewBatch, finalizeAtMs: number): Out<M, string | undefined>;
   insertTransfers(db: Db, seq: string, transfers: readonly Transfer[]): Out<M, void>;
   findBatch(db: Db, contract: AddressKey, batchId: string): Out<M, StoredBatch | undefined>;
   /** findBatch, holding the row's lock until the transaction ends where the database has row locks (cancel vs. finalize). */

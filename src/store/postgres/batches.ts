@@ -78,8 +78,7 @@ export async function withTransfers(db: Queryable, row: BatchRow): Promise<Batch
  * undefined. A concurrent insert of the same batchId makes this wait for that transaction: if it
  * commits, this one inserts nothing, so exactly one submission of a batchId is accepted.
  */
-async function insertBatch(db: Queryable, batch: NewBatch): Promise<string | undefined> {
-  const finalizeAtMs = batch.createdAtMs + batch.secondsToFinalize * 1000;
+async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number): Promise<string | undefined> {
   const { rows } = await db.query<{ seq: string }>({
     name: "pl-insert-batch",
     text: `INSERT INTO batches (contract, batch_id, point_type, status, total_units, transfer_count,

@@ -63,8 +63,7 @@ export function withTransfers(db: SqliteDb, row: BatchRow): BatchWithTransfers {
  * Inserts the batch row (PENDING) unless (contract, batchId) is taken; returns its seq, or
  * undefined. One process writes, so nothing races it; the flow rolls back a refused submission.
  */
-function insertBatch(db: SqliteDb, batch: NewBatch): string | undefined {
-  const finalizeAtMs = batch.createdAtMs + batch.secondsToFinalize * 1000;
+function insertBatch(db: SqliteDb, batch: NewBatch, finalizeAtMs: number): string | undefined {
   const info = statement(
     db,
     `INSERT INTO batches (contract, batch_id, point_type, status, total_w, total_f, transfer_count,
