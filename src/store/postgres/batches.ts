@@ -130,7 +130,7 @@ async function setStatus(db: Queryable, seq: string, from: BatchStatus, to: Batc
 
 /**
  * What makes a PENDING batch claimable at $1: it is due, and not waiting out the backoff of a
- * failed finalization (finalize.ts).
+ * failed finalization (src/ledger/finalize.ts).
  */
 const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= $1 AND (finalize_retry_at_ms IS NULL OR finalize_retry_at_ms <= $1)";
 
@@ -146,7 +146,7 @@ const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= $1 AND (finalize
  * loose index scan: one seek each in batches_pending_by_contract), `heads` keeps those with a
  * claimable batch, and each contributes at most the batches that can reach the first `limit` (if
  * n contracts have one, the limit-th batch's turn is at most limit − n + 1).
- * A plain read, no lock: finalize.ts claims each one with lockClaimableBatch, which re-checks it.
+ * A plain read, no lock: src/ledger/finalize.ts claims each one with claimBatch, which re-checks it.
  */
 async function fairDueBatches(db: Queryable, nowMs: number, limit: number, afterContract: string): Promise<DueBatch[]> {
   const { rows } = await db.query<DueBatch>({

@@ -1,8 +1,4 @@
-import { cancelBatch } from "../../ledger/cancel.js";
-import { credit } from "../../ledger/credit.js";
-import { finalizeDue } from "../../ledger/finalize.js";
-import { setOperator } from "../../ledger/operator.js";
-import { submitBatch } from "../../ledger/submit.js";
+import { ledgerOperations } from "../../ledger/index.js";
 import type { LedgerStore } from "../store.js";
 import { readBalances } from "./accounts.js";
 import { deleteExpired, insertToken, insertUsedNonce, listOperators, lookupToken, readOperator, readOrStoreServerKey } from "./auth.js";
@@ -29,7 +25,7 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
   const run = <T>(work: () => Promise<T>) => guard(pool, work);
   let closing: Promise<void> | null = null;
   // The flows (src/ledger/) run over it with awaits, each transaction on one pooled client.
-  const ledger = postgresLedger(pool);
+  const ledger = ledgerOperations(postgresLedger(pool));
   return {
     kind: "postgres",
     migrate: () => run(() => migrate(pool)),
@@ -37,13 +33,13 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
     // Idempotent, like the SQLite adapter's: shutdown paths may close the store more than once.
     close: () => (closing ??= pool.end()),
     getOperator: (contract) => run(() => readOperator(pool, contract)),
-    setOperator: (contract, operator, nowMs) => run(async () => setOperator(ledger, contract, operator, nowMs)),
+    setOperator: (contract, operator, nowMs) => run(() => ledger.setOperator(contract, operator, nowMs)),
     listOperators: (query) => run(() => listOperators(pool, query)),
-    credit: (newCredit) => run(async () => credit(ledger, newCredit)),
+    credit: (newCredit) => run(() => ledger.credit(newCredit)),
     getBalances: (address, pointTypes) => run(() => readBalances(pool, address, pointTypes)),
     getAssetEarnings: (address) => run(() => readAssetEarnings(pool, address)),
     pointTypesInUse: () => run(() => pointTypesInUse(pool)),
-    submitBatch: (batch) => run(async () => submitBatch(ledger, batch)),
+    submitBatch: (batch) => run(() => ledger.submitBatch(batch)),
     getBatch: (contract, batchId) =>
       run(async () => {
         // Transfers are written with their batch row and never change, so two reads agree.
@@ -51,8 +47,8 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
         return row ? withTransfers(pool, row) : null;
       }),
     listBatches: (contract, query) => run(() => listBatches(pool, contract, query)),
-    cancelBatch: (contract, batchId, nowMs) => run(async () => cancelBatch(ledger, contract, batchId, nowMs)),
-    finalizeDue: (nowMs, limit, onFailure) => run(() => finalizeDue(ledger, nowMs, limit, onFailure)),
+    cancelBatch: (contract, batchId, nowMs) => run(() => ledger.cancelBatch(contract, batchId, nowMs)),
+    finalizeDue: (nowMs, limit, onFailure) => run(() => ledger.finalizeDue(nowMs, limit, onFailure)),
     nextFinalizeAtMs: () => run(() => nextFinalizeAtMs(pool)),
     countFailingBatches: () => run(() => countFailingBatches(pool)),
     serverKey: (name, candidate) => run(() => readOrStoreServerKey(pool, name, candidate)),

@@ -152,7 +152,7 @@ export function listBatches(db: SqliteDb, contract: AddressKey, query: BatchQuer
 
 /**
  * What makes a PENDING batch claimable at @now: it is due, and not waiting out the backoff of a
- * failed finalization (finalize.ts).
+ * failed finalization (src/ledger/finalize.ts).
  */
 const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= @now AND (finalize_retry_at_ms IS NULL OR finalize_retry_at_ms <= @now)";
 

@@ -1,8 +1,4 @@
-import { cancelBatch } from "../../ledger/cancel.js";
-import { credit } from "../../ledger/credit.js";
-import { finalizeDue } from "../../ledger/finalize.js";
-import { setOperator } from "../../ledger/operator.js";
-import { submitBatch } from "../../ledger/submit.js";
+import { ledgerOperations } from "../../ledger/index.js";
 import type { LedgerStore } from "../store.js";
 import { readBalances } from "./accounts.js";
 import { deleteExpired, insertToken, insertUsedNonce, listOperators, lookupToken, readOperator, readOrStoreServerKey } from "./auth.js";
@@ -30,29 +26,25 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
   const recovery = new ReadOnlyRecovery(options);
   const committed = new CommittedEvents();
   // The flows (src/ledger/) run synchronously over it: each one whole inside one transaction.
-  const ledger = sqliteLedger(() => db);
+  const ledger = ledgerOperations(sqliteLedger(() => db));
   const store: LedgerStore = {
     kind: "sqlite",
+    ...ledger,
     migrate: async () => migrate(db),
     ping: async () => probeWrites(db),
     close: async () => {
       if (db.open) db.close();
     },
     getOperator: async (contract) => readOperator(db, contract),
-    setOperator: async (contract, operator, nowMs) => setOperator(ledger, contract, operator, nowMs),
     listOperators: async (query) => listOperators(db, query),
-    credit: async (newCredit) => credit(ledger, newCredit),
     getBalances: async (address, pointTypes) => readBalances(db, address, pointTypes),
     getAssetEarnings: async (address) => readAssetEarnings(db, address),
     pointTypesInUse: async () => pointTypesInUse(db),
-    submitBatch: async (batch) => submitBatch(ledger, batch),
     getBatch: async (contract, batchId) => {
       const row = findBatchRow(db, contract, batchId);
       return row ? db.transaction(() => withTransfers(db, row))() : null;
     },
     listBatches: async (contract, query) => listBatches(db, contract, query),
-    cancelBatch: async (contract, batchId, nowMs) => cancelBatch(ledger, contract, batchId, nowMs),
-    finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(ledger, nowMs, limit, onFailure),
     nextFinalizeAtMs: async () => nextFinalizeAtMs(db),
     countFailingBatches: async () => countFailingBatches(db),
     serverKey: async (name, candidate) => readOrStoreServerKey(db, name, candidate),
