@@ -16,28 +16,12 @@ import type { Snapshot, SnapshotMeasure } from "../domain/snapshot.js";
  */
 
 export { availableOf, type Balance } from "../domain/balance.js";
-export type { AccountsStore, AssetEarnings, Balances } from "./ports/accounts.js";
-export type { CreditResult, NewCredit } from "./ports/credits.js";
-export type {
-  BatchesStore,
-  BatchPage,
-  BatchPosition,
-  BatchQuery,
-  CancelResult,
-  FinalizedBatch,
-  FinalizeFailure,
-  SubmitResult,
-} from "./ports/batches.js";
-export type { AuthStore, NewToken, OperatorPage, OperatorQuery, RegisteredOperator, TokenGrant } from "./ports/auth.js";
-export type {
-  AccountBalance,
-  AccountQuery,
-  TransferPage,
-  TransferPosition,
-  TransferQuery,
-  TransferRow,
-  TransfersStore,
-} from "./ports/transfers.js";
+// The per-concern ports, re-exported so the HTTP layer and the worker keep one import.
+export type * from "./ports/accounts.js";
+export type * from "./ports/auth.js";
+export type * from "./ports/batches.js";
+export type * from "./ports/credits.js";
+export type * from "./ports/transfers.js";
 
 export interface Violation {
   invariant: 1 | 2 | 3 | 4;

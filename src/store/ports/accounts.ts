@@ -64,4 +64,6 @@ export interface AccountsPort<Db, out M extends Io = Io> {
    * recipient's receivedCumulative. Returns how many accounts it changed (sender included).
    */
   settleBatch(db: Db, batch: StoredBatch, sender: BalanceWrite): Out<M, number>;
+  /** AccountsStore.getBalances, one indexed read outside any flow. */
+  readBalances<T extends PointType = DefaultPointType>(db: Db, address: AddressKey, pointTypes?: readonly T[]): Out<M, Balances<T>>;
 }

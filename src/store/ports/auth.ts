@@ -74,4 +74,12 @@ export interface AuthPort<Db, out M extends Io = Io> {
    */
   upsertOperator(db: Db, contract: AddressKey, operator: AddressKey, nowMs: number): Out<M, boolean>;
   deleteTokens(db: Db, contract: AddressKey): Out<M, void>;
+  // The AuthStore's reads and sign-in writes, one statement each (no flow decides around them).
+  readOperator(db: Db, contract: AddressKey): Out<M, AddressKey | null>;
+  listOperators(db: Db, query: OperatorQuery): Out<M, OperatorPage>;
+  readOrStoreServerKey(db: Db, name: string, candidate: Buffer): Out<M, Buffer>;
+  insertUsedNonce(db: Db, nonce: string, expiresAtMs: number): Out<M, boolean>;
+  insertToken(db: Db, token: NewToken): Out<M, void>;
+  lookupToken(db: Db, tokenHash: Buffer, nowMs: number): Out<M, TokenGrant | null>;
+  deleteExpired(db: Db, nowMs: number): Out<M, void>;
 }

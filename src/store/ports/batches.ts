@@ -136,4 +136,9 @@ export interface BatchesPort<Db, out M extends Io = Io> {
    * before which no claim takes it again (../finalize-retry.ts). Undefined if it is no longer PENDING.
    */
   recordFinalizeFailure(db: Db, seq: string, nowMs: number, errorText: string): Out<M, StoredFinalizeFailure | undefined>;
+  /** BatchesStore.getBatch: the batch with its transfers, read consistently, or null. */
+  readBatch(db: Db, contract: AddressKey, batchId: string): Out<M, BatchWithTransfers | null>;
+  listBatches(db: Db, contract: AddressKey, query: BatchQuery): Out<M, BatchPage>;
+  nextFinalizeAtMs(db: Db): Out<M, number | null>;
+  countFailingBatches(db: Db): Out<M, number>;
 }

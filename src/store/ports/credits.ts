@@ -1,5 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
+import type { AssetEarnings } from "./accounts.js";
 import type { Io, Out } from "./io.js";
 
 export interface NewCredit {
@@ -42,4 +43,6 @@ export interface CreditsPort<Db, out M extends Io = Io> {
   writeSupply(db: Db, pointType: PointType, units: bigint): Out<M, void>;
   /** Adds a credit to its (address, point type, asset) aggregate and keeps the highest block. */
   addAssetEarnings(db: Db, credit: NewCredit & { asset: string }): Out<M, void>;
+  /** AccountsStore.getAssetEarnings. */
+  readAssetEarnings(db: Db, address: AddressKey): Out<M, AssetEarnings[]>;
 }

@@ -1,6 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { Balance } from "../../domain/balance.js";
 import type { BatchStatus, PointType } from "../../domain/batch.js";
+import type { Io, Out } from "./io.js";
 
 // Transfers and exports (docs/api.md, Transfers and exports): reads only, no flow. Adapters:
 // sqlite/transfers.ts and postgres/transfers.ts.
@@ -66,4 +67,10 @@ export interface TransfersStore {
   listTransfers(contract: AddressKey, query: TransferQuery): Promise<TransferPage>;
   /** Every account row, by (address, pointType), one keyset page. */
   listAccountBalances(query: AccountQuery): Promise<AccountBalance[]>;
+}
+
+/** The reads behind TransfersStore, implemented by transfers.ts of each adapter. */
+export interface TransfersPort<Db, out M extends Io = Io> {
+  listTransfers(db: Db, contract: AddressKey, query: TransferQuery): Out<M, TransferPage>;
+  listAccountBalances(db: Db, query: AccountQuery): Out<M, AccountBalance[]>;
 }

@@ -145,4 +145,5 @@ export const accounts = {
   readBalance,
   writeBalance,
   settleBatch,
+  readBalances,
 } satisfies AccountsPort<Queryable, "async">;

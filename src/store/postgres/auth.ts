@@ -127,4 +127,11 @@ export const auth = {
   lockOperator,
   upsertOperator,
   deleteTokens,
+  readOperator,
+  listOperators,
+  readOrStoreServerKey,
+  insertUsedNonce,
+  insertToken,
+  lookupToken,
+  deleteExpired,
 } satisfies AuthPort<Queryable, "async">;

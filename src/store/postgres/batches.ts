@@ -69,8 +69,14 @@ export async function readTransfers(db: Queryable, seq: string): Promise<Transfe
   return rows.map(([toAddress, amount]) => ({ toAddress: toAddress as AddressKey, amount: toUnits(amount) }));
 }
 
-export async function withTransfers(db: Queryable, row: BatchRow): Promise<BatchWithTransfers> {
+async function withTransfers(db: Queryable, row: BatchRow): Promise<BatchWithTransfers> {
   return { ...toBatch(row), transfers: await readTransfers(db, row.seq) };
+}
+
+/** The batch and its transfers: written with their batch row and never changed, so two reads agree. */
+async function readBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchWithTransfers | null> {
+  const row = await findBatchRow(db, contract, batchId);
+  return row ? withTransfers(db, row) : null;
 }
 
 /**
@@ -288,4 +294,8 @@ export const batches = {
   fairDueBatches,
   claimBatch,
   recordFinalizeFailure,
+  readBatch,
+  listBatches,
+  nextFinalizeAtMs,
+  countFailingBatches,
 } satisfies BatchesPort<Queryable, "async">;

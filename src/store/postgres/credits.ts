@@ -88,4 +88,5 @@ export const credits = {
   // The supply is the sum of the credits (supplyBefore), so there is nothing else to record.
   writeSupply: async () => undefined,
   addAssetEarnings,
+  readAssetEarnings,
 } satisfies CreditsPort<Queryable, "async">;

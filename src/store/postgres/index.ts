@@ -1,15 +1,15 @@
 import { ledgerOperations } from "../../ledger/index.js";
 import type { LedgerStore } from "../store.js";
-import { readBalances } from "./accounts.js";
-import { deleteExpired, insertToken, insertUsedNonce, listOperators, lookupToken, readOperator, readOrStoreServerKey } from "./auth.js";
-import { countFailingBatches, findBatchRow, listBatches, nextFinalizeAtMs, withTransfers } from "./batches.js";
-import { readAssetEarnings } from "./credits.js";
+import { accounts } from "./accounts.js";
+import { auth } from "./auth.js";
+import { batches } from "./batches.js";
+import { credits } from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
 import { committedEventsOf, createPool, guard, migrate, transaction, type PostgresOptions } from "./db.js";
 import { postgresLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
-import { listAccountBalances, listTransfers } from "./transfers.js";
+import { transfers } from "./transfers.js";
 import { verifyLedger } from "./verify.js";
 import { webhookOperations } from "./webhooks.js";
 
@@ -32,37 +32,32 @@ export function createPostgresStore(options: PostgresOptions): LedgerStore {
     ping: () => run(async () => void (await pool.query("SELECT 1"))),
     // Idempotent, like the SQLite adapter's: shutdown paths may close the store more than once.
     close: () => (closing ??= pool.end()),
-    getOperator: (contract) => run(() => readOperator(pool, contract)),
+    getOperator: (contract) => run(() => auth.readOperator(pool, contract)),
     setOperator: (contract, operator, nowMs) => run(() => ledger.setOperator(contract, operator, nowMs)),
-    listOperators: (query) => run(() => listOperators(pool, query)),
+    listOperators: (query) => run(() => auth.listOperators(pool, query)),
     credit: (newCredit) => run(() => ledger.credit(newCredit)),
-    getBalances: (address, pointTypes) => run(() => readBalances(pool, address, pointTypes)),
-    getAssetEarnings: (address) => run(() => readAssetEarnings(pool, address)),
+    getBalances: (address, pointTypes) => run(() => accounts.readBalances(pool, address, pointTypes)),
+    getAssetEarnings: (address) => run(() => credits.readAssetEarnings(pool, address)),
     pointTypesInUse: () => run(() => pointTypesInUse(pool)),
     submitBatch: (batch) => run(() => ledger.submitBatch(batch)),
-    getBatch: (contract, batchId) =>
-      run(async () => {
-        // Transfers are written with their batch row and never change, so two reads agree.
-        const row = await findBatchRow(pool, contract, batchId);
-        return row ? withTransfers(pool, row) : null;
-      }),
-    listBatches: (contract, query) => run(() => listBatches(pool, contract, query)),
+    getBatch: (contract, batchId) => run(() => batches.readBatch(pool, contract, batchId)),
+    listBatches: (contract, query) => run(() => batches.listBatches(pool, contract, query)),
     cancelBatch: (contract, batchId, nowMs) => run(() => ledger.cancelBatch(contract, batchId, nowMs)),
     finalizeDue: (nowMs, limit, onFailure) => run(() => ledger.finalizeDue(nowMs, limit, onFailure)),
-    nextFinalizeAtMs: () => run(() => nextFinalizeAtMs(pool)),
-    countFailingBatches: () => run(() => countFailingBatches(pool)),
-    serverKey: (name, candidate) => run(() => readOrStoreServerKey(pool, name, candidate)),
-    useChallengeNonce: (nonce, expiresAtMs) => run(() => insertUsedNonce(pool, nonce, expiresAtMs)),
-    createToken: (token) => run(() => insertToken(pool, token)),
-    findToken: (tokenHash, nowMs) => run(() => lookupToken(pool, tokenHash, nowMs)),
-    purgeExpired: (nowMs) => run(() => deleteExpired(pool, nowMs)),
+    nextFinalizeAtMs: () => run(() => batches.nextFinalizeAtMs(pool)),
+    countFailingBatches: () => run(() => batches.countFailingBatches(pool)),
+    serverKey: (name, candidate) => run(() => auth.readOrStoreServerKey(pool, name, candidate)),
+    useChallengeNonce: (nonce, expiresAtMs) => run(() => auth.insertUsedNonce(pool, nonce, expiresAtMs)),
+    createToken: (token) => run(() => auth.insertToken(pool, token)),
+    findToken: (tokenHash, nowMs) => run(() => auth.lookupToken(pool, tokenHash, nowMs)),
+    purgeExpired: (nowMs) => run(() => auth.deleteExpired(pool, nowMs)),
     ...webhookOperations(pool, run),
     verify: () => run(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
     onCommittedEvents: (listener) => committedEventsOf(pool).subscribe(listener),
     listEvents: (query) => run(() => listEvents(pool, query)),
     purgeEvents: (beforeMs, limit) => run(() => transaction(pool, (client) => purgeEvents(client, beforeMs, limit))),
-    listTransfers: (contract, query) => run(() => listTransfers(pool, contract, query)),
-    listAccountBalances: (query) => run(() => listAccountBalances(pool, query)),
+    listTransfers: (contract, query) => run(() => transfers.listTransfers(pool, contract, query)),
+    listAccountBalances: (query) => run(() => transfers.listAccountBalances(pool, query)),
     ...snapshotOperations(pool, run),
   };
 }

@@ -110,4 +110,5 @@ export const accounts = {
   readBalance,
   writeBalance,
   settleBatch,
+  readBalances,
 } satisfies AccountsPort<SqliteDb, "sync">;

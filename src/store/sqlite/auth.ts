@@ -99,4 +99,11 @@ export const auth = {
   lockOperator: readOperator,
   upsertOperator,
   deleteTokens,
+  readOperator,
+  listOperators,
+  readOrStoreServerKey,
+  insertUsedNonce,
+  insertToken,
+  lookupToken,
+  deleteExpired,
 } satisfies AuthPort<SqliteDb, "sync">;

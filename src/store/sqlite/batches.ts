@@ -55,8 +55,14 @@ export function readTransfers(db: SqliteDb, seq: bigint | string): Transfer[] {
   }));
 }
 
-export function withTransfers(db: SqliteDb, row: BatchRow): BatchWithTransfers {
+function withTransfers(db: SqliteDb, row: BatchRow): BatchWithTransfers {
   return { ...toBatch(row), transfers: readTransfers(db, row.seq) };
+}
+
+/** The batch and its transfers, in one read transaction (a consistent view). */
+function readBatch(db: SqliteDb, contract: AddressKey, batchId: string): BatchWithTransfers | null {
+  const row = findBatchRow(db, contract, batchId);
+  return row ? db.transaction(() => withTransfers(db, row))() : null;
 }
 
 /**
@@ -269,4 +275,8 @@ export const batches = {
   fairDueBatches,
   claimBatch,
   recordFinalizeFailure,
+  readBatch,
+  listBatches,
+  nextFinalizeAtMs,
+  countFailingBatches,
 } satisfies BatchesPort<SqliteDb, "sync">;

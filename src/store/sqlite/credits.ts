@@ -77,4 +77,5 @@ export const credits = {
   lockSupplyBefore: (db: SqliteDb, credit: NewCredit) => readSupply(db, credit.pointType),
   writeSupply,
   addAssetEarnings,
+  readAssetEarnings,
 } satisfies CreditsPort<SqliteDb, "sync">;

@@ -1,16 +1,16 @@
 import { ledgerOperations } from "../../ledger/index.js";
 import type { LedgerStore } from "../store.js";
-import { readBalances } from "./accounts.js";
-import { deleteExpired, insertToken, insertUsedNonce, listOperators, lookupToken, readOperator, readOrStoreServerKey } from "./auth.js";
-import { countFailingBatches, findBatchRow, listBatches, nextFinalizeAtMs, withTransfers } from "./batches.js";
-import { readAssetEarnings } from "./credits.js";
+import { accounts } from "./accounts.js";
+import { auth } from "./auth.js";
+import { batches } from "./batches.js";
+import { credits } from "./credits.js";
 import { listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
 import { CommittedEvents } from "../committed-events.js";
 import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteOptions } from "./db.js";
 import { sqliteLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
-import { listAccountBalances, listTransfers } from "./transfers.js";
+import { transfers } from "./transfers.js";
 import { verifyLedger } from "./verify.js";
 import { webhookOperations } from "./webhooks.js";
 
@@ -35,31 +35,28 @@ export function createSqliteStore(options: SqliteOptions): LedgerStore {
     close: async () => {
       if (db.open) db.close();
     },
-    getOperator: async (contract) => readOperator(db, contract),
-    listOperators: async (query) => listOperators(db, query),
-    getBalances: async (address, pointTypes) => readBalances(db, address, pointTypes),
-    getAssetEarnings: async (address) => readAssetEarnings(db, address),
+    getOperator: async (contract) => auth.readOperator(db, contract),
+    listOperators: async (query) => auth.listOperators(db, query),
+    getBalances: async (address, pointTypes) => accounts.readBalances(db, address, pointTypes),
+    getAssetEarnings: async (address) => credits.readAssetEarnings(db, address),
     pointTypesInUse: async () => pointTypesInUse(db),
-    getBatch: async (contract, batchId) => {
-      const row = findBatchRow(db, contract, batchId);
-      return row ? db.transaction(() => withTransfers(db, row))() : null;
-    },
-    listBatches: async (contract, query) => listBatches(db, contract, query),
-    nextFinalizeAtMs: async () => nextFinalizeAtMs(db),
-    countFailingBatches: async () => countFailingBatches(db),
-    serverKey: async (name, candidate) => readOrStoreServerKey(db, name, candidate),
-    useChallengeNonce: async (nonce, expiresAtMs) => insertUsedNonce(db, nonce, expiresAtMs),
-    createToken: async (token) => insertToken(db, token),
-    findToken: async (tokenHash, nowMs) => lookupToken(db, tokenHash, nowMs),
-    purgeExpired: async (nowMs) => deleteExpired(db, nowMs),
+    getBatch: async (contract, batchId) => batches.readBatch(db, contract, batchId),
+    listBatches: async (contract, query) => batches.listBatches(db, contract, query),
+    nextFinalizeAtMs: async () => batches.nextFinalizeAtMs(db),
+    countFailingBatches: async () => batches.countFailingBatches(db),
+    serverKey: async (name, candidate) => auth.readOrStoreServerKey(db, name, candidate),
+    useChallengeNonce: async (nonce, expiresAtMs) => auth.insertUsedNonce(db, nonce, expiresAtMs),
+    createToken: async (token) => auth.insertToken(db, token),
+    findToken: async (tokenHash, nowMs) => auth.lookupToken(db, tokenHash, nowMs),
+    purgeExpired: async (nowMs) => auth.deleteExpired(db, nowMs),
     ...webhookOperations(() => db),
     verify: async () => db.transaction(() => verifyLedger(db))(),
     // Replaced below: a subscription is synchronous, not a guarded database operation.
     onCommittedEvents: () => () => undefined,
     listEvents: async (query) => db.transaction(() => listEvents(db, query))(),
     purgeEvents: async (beforeMs, limit) => db.transaction(() => purgeEvents(db, beforeMs, limit)).immediate(),
-    listTransfers: async (contract, query) => listTransfers(db, contract, query),
-    listAccountBalances: async (query) => listAccountBalances(db, query),
+    listTransfers: async (contract, query) => transfers.listTransfers(db, contract, query),
+    listAccountBalances: async (query) => transfers.listAccountBalances(db, query),
     ...snapshotOperations(options.path, () => db),
   };
   const guarded = guardOperations(
