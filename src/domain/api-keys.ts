@@ -11,7 +11,6 @@ import { API_KEY_NAME_MAX_LENGTH } from "./limits.js";
 export const API_KEY_SCOPES = ["read", "submit", "cancel", "webhooks"] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
-
 /** Who caused an event, a batch's submission or its cancellation. */
 export type Actor =
   { type: "operator"; address: AddressKey } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };

@@ -1,3 +1,4 @@
+import type { Io, Out } from "./io.js";
 import type { AddressKey } from "../../domain/address.js";
 import type { EventType, LedgerEvent } from "../../domain/events.js";
 import type { CommittedEventsListener } from "../committed-events.js";
@@ -55,16 +56,13 @@ export interface EventsStore {
   purgeEvents(beforeMs: number, limit: number): Promise<number>;
 }
 
-/** What an adapter's function gives back: SQLite's run synchronously (the value), PostgreSQL's a promise of it. */
-export type SqlResult<Mode extends "sync" | "async", T> = Mode extends "sync" ? T : Promise<T>;
-
 /**
  * The SQL each adapter's events.ts provides (the file ends in `satisfies` this): `Tx` is a
  * connection inside the caller's transaction, `Db` one a read or a purge may run on.
  */
-export interface EventLogSql<Mode extends "sync" | "async", Tx, Db = Tx> {
+export interface EventLogSql<Mode extends Io, Tx, Db = Tx> {
   /** Appends in the change's own transaction and fans the events out to their deliveries (ports/webhooks.ts). */
-  appendEvents(tx: Tx, events: readonly LedgerEvent[]): SqlResult<Mode, void>;
-  listEvents(db: Db, query: EventQuery): SqlResult<Mode, EventPage>;
-  purgeEvents(db: Db, beforeMs: number, limit: number): SqlResult<Mode, number>;
+  appendEvents(tx: Tx, events: readonly LedgerEvent[]): Out<Mode, void>;
+  listEvents(db: Db, query: EventQuery): Out<Mode, EventPage>;
+  purgeEvents(db: Db, beforeMs: number, limit: number): Out<Mode, number>;
 }

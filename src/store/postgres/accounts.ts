@@ -2,8 +2,9 @@ import { ZERO_BALANCE } from "../../domain/balance.js";
 import type { AddressKey } from "../../domain/address.js";
 import { DEFAULT_POINT_TYPES, type DefaultPointType, type PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
-import type { BalanceChange } from "../../domain/transitions.js";
-import type { Balance, Balances } from "../store.js";
+import type { Balance } from "../../domain/balance.js";
+import type { AccountsPort, Balances, BalanceWrite } from "../ports/accounts.js";
+import type { StoredBatch } from "../ports/batches.js";
 import { toUnits, type Queryable } from "./db.js";
 
 /** available = earned + received − finalizedSent − pending, as SQL over an account row `a`. */
@@ -72,11 +73,13 @@ export async function lockBalance(db: Queryable, address: AddressKey, pointType:
 }
 
 /**
- * Applies a transition's change (amounts added; negative: taken) to one account, creating its
- * row when a change adds to an account that has none (a first credit). The table's CHECKs keep
- * every counter and `available` non-negative as a last line behind the domain's own checks.
+ * Stores a checked change (src/ledger/balance.ts) by adding it to the row: the flow read the
+ * account locked (lockBalance), so this gives its `after`; a change that only adds (a credit to
+ * an account another transaction may create meanwhile) cannot lose that transaction's amounts.
+ * Creates the row when there is none (a first credit). The table's CHECKs keep every counter
+ * non-negative as a last line behind the domain's check.
  */
-export async function changeBalance(db: Queryable, address: AddressKey, pointType: PointType, change: BalanceChange): Promise<void> {
+async function writeBalance(db: Queryable, address: AddressKey, pointType: PointType, { change }: BalanceWrite): Promise<void> {
   const deltas = [
     change.earnedCumulative ?? 0n,
     change.receivedCumulative ?? 0n,
@@ -91,10 +94,6 @@ export async function changeBalance(db: Queryable, address: AddressKey, pointTyp
     values: [address, pointType, ...deltas],
   });
   if (rowCount === 1) return;
-  assertInvariant(
-    deltas.every((delta) => !delta.startsWith("-")),
-    `no account row for ${address} ${pointType} to take from`,
-  );
   await db.query({
     name: "pl-create-balance",
     text: `INSERT INTO accounts (address, point_type, earned_units, received_units, finalized_sent_units, pending_units)
@@ -111,20 +110,14 @@ export async function changeBalance(db: Queryable, address: AddressKey, pointTyp
  * order and cannot deadlock; a separate sender UPDATE first would lock out of order.
  * The proposed row carries the sender's move in finalized_sent_units (non-negative, so it passes
  * the CHECKs); the sender row always exists, since it holds the batch's pendingSent.
- * Returns the number of accounts changed and the smallest available balance among them.
+ * Returns the number of accounts changed.
  */
-export async function settleBatch(
-  db: Queryable,
-  seq: string,
-  sender: AddressKey,
-  pointType: PointType,
-  senderChange: BalanceChange,
-): Promise<{ accounts: number; minAvailable: bigint }> {
+async function settleBatch(db: Queryable, batch: StoredBatch, { change: senderChange }: BalanceWrite): Promise<number> {
   // The finalize transition moves the total from pendingSent to finalizedSentCumulative; the
   // statement carries that one amount (the proposed row must pass the CHECKs, so no negatives).
   const moved = senderChange.finalizedSentCumulative ?? 0n;
   assertInvariant(senderChange.pendingSent === -moved, "a settlement moves pendingSent to finalizedSentCumulative");
-  const { rows } = await db.query<{ accounts: string; min_available: string | null }>({
+  const { rows } = await db.query<{ accounts: string }>({
     name: "pl-settle-batch",
     text: `WITH moved AS (
              INSERT INTO accounts AS a (address, point_type, received_units, finalized_sent_units)
@@ -138,11 +131,19 @@ export async function settleBatch(
                received_units = a.received_units + excluded.received_units,
                finalized_sent_units = a.finalized_sent_units + excluded.finalized_sent_units,
                pending_units = a.pending_units - excluded.finalized_sent_units
-             RETURNING ${AVAILABLE_SQL} AS available
+             RETURNING 1
            )
-           SELECT count(*) AS accounts, min(available) AS min_available FROM moved`,
-    values: [seq, pointType, sender, moved.toString()],
+           SELECT count(*) AS accounts FROM moved`,
+    values: [batch.seq, batch.pointType, batch.contract, moved.toString()],
   });
-  const row = rows[0]!;
-  return { accounts: Number(row.accounts), minAvailable: row.min_available === null ? 0n : BigInt(row.min_available) };
+  return Number(rows[0]!.accounts);
 }
+
+/** The accounts table for the ledger flows (src/ledger/), over pg. */
+export const accounts = {
+  lockBalance,
+  readBalance,
+  writeBalance,
+  settleBatch,
+  readBalances,
+} satisfies AccountsPort<Queryable, "async">;

@@ -1,9 +1,8 @@
 import type { AddressKey } from "../../domain/address.js";
 import { PURGE_USED_NONCES_LIMIT } from "../../domain/limits.js";
-import type { NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../store.js";
-import { operatorTransition } from "../../domain/transitions.js";
-import { toNumber, type PgClient, type Queryable } from "./db.js";
-import { appendEvents } from "./events.js";
+import type { AuthPort, NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../ports/auth.js";
+import { operatorPage } from "../rows.js";
+import { toNumber, type Queryable } from "./db.js";
 
 export async function readOperator(db: Queryable, contract: AddressKey): Promise<AddressKey | null> {
   const { rows } = await db.query<{ operator: string }>({
@@ -14,18 +13,18 @@ export async function readOperator(db: Queryable, contract: AddressKey): Promise
   return (rows[0]?.operator as AddressKey | undefined) ?? null;
 }
 
-/**
- * Registers or changes the operator; a change deletes the contract's tokens. Call inside a
- * transaction. The upsert's WHERE leaves an unchanged operator (and its tokens) alone.
- */
-export async function writeOperator(db: PgClient, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<void> {
-  const current = await db.query<{ operator: string }>({
+/** The contract's operator, its row locked until the transaction ends. */
+async function lockOperator(db: Queryable, contract: AddressKey): Promise<AddressKey | null> {
+  const { rows } = await db.query<{ operator: string }>({
     name: "pl-lock-operator",
     text: "SELECT operator FROM operators WHERE contract = $1 FOR UPDATE",
     values: [contract],
   });
-  const transition = operatorTransition(contract, (current.rows[0]?.operator as AddressKey | undefined) ?? null, operator, nowMs);
-  if (transition.kind === "unchanged") return;
+  return (rows[0]?.operator as AddressKey | undefined) ?? null;
+}
+
+/** The upsert's WHERE leaves an unchanged operator (and its tokens) alone: false then. */
+async function upsertOperator(db: Queryable, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<boolean> {
   const { rowCount } = await db.query({
     name: "pl-write-operator",
     text: `INSERT INTO operators AS o (contract, operator, updated_at_ms) VALUES ($1, $2, $3)
@@ -33,12 +32,11 @@ export async function writeOperator(db: PgClient, contract: AddressKey, operator
            WHERE o.operator <> excluded.operator`,
     values: [contract, operator, nowMs],
   });
-  // Two first registrations racing: the loser's upsert changes nothing, and its transition (decided
-  // before the winner's row existed) is dropped with its event.
-  if (rowCount === 0) return;
-  if (transition.revokeTokens)
-    await db.query({ name: "pl-delete-tokens", text: "DELETE FROM tokens WHERE contract = $1", values: [contract] });
-  await appendEvents(db, transition.events);
+  return rowCount === 1;
+}
+
+async function deleteTokens(db: Queryable, contract: AddressKey): Promise<void> {
+  await db.query({ name: "pl-delete-tokens", text: "DELETE FROM tokens WHERE contract = $1", values: [contract] });
 }
 
 /**
@@ -52,16 +50,7 @@ export async function listOperators(db: Queryable, query: OperatorQuery): Promis
     // '' sorts before every address: the first page.
     values: [query.after ?? "", query.limit + 1],
   });
-  const more = rows.length > query.limit;
-  const page = more ? rows.slice(0, query.limit) : rows;
-  return {
-    operators: page.map((row) => ({
-      contract: row.contract as AddressKey,
-      operator: row.operator as AddressKey,
-      updatedAtMs: toNumber(row.updated_at_ms),
-    })),
-    next: more ? (page[page.length - 1]!.contract as AddressKey) : null,
-  };
+  return operatorPage(rows, query.limit);
 }
 
 /**
@@ -132,3 +121,17 @@ export async function deleteExpired(db: Queryable, nowMs: number): Promise<void>
   });
   await db.query({ name: "pl-purge-tokens", text: "DELETE FROM tokens WHERE expires_at_ms <= $1", values: [nowMs] });
 }
+
+/** The operators and tokens tables for src/ledger/operator.ts, over pg. */
+export const auth = {
+  lockOperator,
+  upsertOperator,
+  deleteTokens,
+  readOperator,
+  listOperators,
+  readOrStoreServerKey,
+  insertUsedNonce,
+  insertToken,
+  lookupToken,
+  deleteExpired,
+} satisfies AuthPort<Queryable, "async">;

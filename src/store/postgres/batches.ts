@@ -1,7 +1,8 @@
 import type { AddressKey } from "../../domain/address.js";
-import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
+import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
 import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
-import type { BatchPage, BatchQuery } from "../store.js";
+import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
+import { toBatch as batchOf, toStoredBatch, statusTimeColumn, toStoredFailure, type FailureColumns } from "../rows.js";
 import { toNullableNumber, toNumber, toUnits, type Queryable } from "./db.js";
 
 export interface BatchRow {
@@ -28,20 +29,11 @@ const BATCH_COLUMNS = `seq, contract, batch_id, point_type, status, total_units,
   created_at_ms, finalize_at_ms, updated_at_ms, finalized_at_ms, cancelled_at_ms`;
 
 export function toBatch(row: BatchRow): Batch {
-  return {
-    contract: row.contract as AddressKey,
-    batchId: row.batch_id,
-    pointType: row.point_type as PointType,
-    status: row.status as BatchStatus,
-    total: toUnits(row.total_units),
-    transferCount: row.transfer_count,
-    secondsToFinalize: row.seconds_to_finalize,
-    createdAtMs: toNumber(row.created_at_ms),
-    finalizeAtMs: toNumber(row.finalize_at_ms),
-    updatedAtMs: toNullableNumber(row.updated_at_ms),
-    finalizedAtMs: toNullableNumber(row.finalized_at_ms),
-    cancelledAtMs: toNullableNumber(row.cancelled_at_ms),
-  };
+  return batchOf(row, toUnits(row.total_units));
+}
+
+function toStored(row: BatchRow | undefined): StoredBatch | undefined {
+  return row ? toStoredBatch(row, toUnits(row.total_units)) : undefined;
 }
 
 export async function findBatchRow(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchRow | undefined> {
@@ -53,14 +45,18 @@ export async function findBatchRow(db: Queryable, contract: AddressKey, batchId:
   return rows[0];
 }
 
+async function findBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<StoredBatch | undefined> {
+  return toStored(await findBatchRow(db, contract, batchId));
+}
+
 /** Reads the batch and holds its row lock until the transaction ends (cancel vs. finalize). */
-export async function lockBatchRow(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchRow | undefined> {
+async function lockBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<StoredBatch | undefined> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-lock-batch",
     text: `SELECT ${BATCH_COLUMNS} FROM batches WHERE contract = $1 AND batch_id = $2 FOR UPDATE`,
     values: [contract, batchId],
   });
-  return rows[0];
+  return toStored(rows[0]);
 }
 
 export async function readTransfers(db: Queryable, seq: string): Promise<Transfer[]> {
@@ -73,8 +69,14 @@ export async function readTransfers(db: Queryable, seq: string): Promise<Transfe
   return rows.map(([toAddress, amount]) => ({ toAddress: toAddress as AddressKey, amount: toUnits(amount) }));
 }
 
-export async function withTransfers(db: Queryable, row: BatchRow): Promise<BatchWithTransfers> {
+async function withTransfers(db: Queryable, row: BatchRow): Promise<BatchWithTransfers> {
   return { ...toBatch(row), transfers: await readTransfers(db, row.seq) };
+}
+
+/** The batch and its transfers: written with their batch row and never changed, so two reads agree. */
+async function readBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchWithTransfers | null> {
+  const row = await findBatchRow(db, contract, batchId);
+  return row ? withTransfers(db, row) : null;
 }
 
 /**
@@ -82,15 +84,14 @@ export async function withTransfers(db: Queryable, row: BatchRow): Promise<Batch
  * undefined. A concurrent insert of the same batchId makes this wait for that transaction: if it
  * commits, this one inserts nothing, so exactly one submission of a batchId is accepted.
  */
-export async function insertBatch(db: Queryable, batch: NewBatch): Promise<BatchRow | undefined> {
-  const finalizeAtMs = batch.createdAtMs + batch.secondsToFinalize * 1000;
-  const { rows } = await db.query<BatchRow>({
+async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number): Promise<string | undefined> {
+  const { rows } = await db.query<{ seq: string }>({
     name: "pl-insert-batch",
     text: `INSERT INTO batches (contract, batch_id, point_type, status, total_units, transfer_count,
              seconds_to_finalize, created_at_ms, finalize_at_ms)
            VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8)
            ON CONFLICT (contract, batch_id) DO NOTHING
-           RETURNING ${BATCH_COLUMNS}`,
+           RETURNING seq`,
     values: [
       batch.contract,
       batch.batchId,
@@ -102,11 +103,11 @@ export async function insertBatch(db: Queryable, batch: NewBatch): Promise<Batch
       finalizeAtMs,
     ],
   });
-  return rows[0];
+  return rows[0]?.seq;
 }
 
 /** All transfers of a batch in one statement: two arrays, unnested with their position as idx. */
-export async function insertTransfers(db: Queryable, seq: string, transfers: Transfer[]): Promise<void> {
+async function insertTransfers(db: Queryable, seq: string, transfers: readonly Transfer[]): Promise<void> {
   const addresses: string[] = new Array(transfers.length);
   const amounts: string[] = new Array(transfers.length);
   for (let i = 0; i < transfers.length; i++) {
@@ -123,34 +124,21 @@ export async function insertTransfers(db: Queryable, seq: string, transfers: Tra
   });
 }
 
-/** Changes the status only if it still is `from`; returns the updated row, or undefined. */
-export async function setStatus(
-  db: Queryable,
-  seq: string,
-  from: BatchStatus,
-  to: BatchStatus,
-  nowMs: number,
-): Promise<BatchRow | undefined> {
-  const timeColumn = to === "FINALIZED" ? "finalized_at_ms" : to === "CANCELLED" ? "cancelled_at_ms" : "updated_at_ms";
-  const { rows } = await db.query<BatchRow>({
+/** Changes the status only if it still is `from`; true when it did. */
+async function setStatus(db: Queryable, seq: string, from: BatchStatus, to: BatchStatus, nowMs: number): Promise<boolean> {
+  const { rowCount } = await db.query({
     name: `pl-set-status-${to}`,
-    text: `UPDATE batches SET status = $3, updated_at_ms = $4, ${timeColumn} = $4
-           WHERE seq = $1 AND status = $2 RETURNING ${BATCH_COLUMNS}`,
+    text: `UPDATE batches SET status = $3, updated_at_ms = $4, ${statusTimeColumn(to)} = $4 WHERE seq = $1 AND status = $2`,
     values: [seq, from, to, nowMs],
   });
-  return rows[0];
+  return rowCount === 1;
 }
 
 /**
  * What makes a PENDING batch claimable at $1: it is due, and not waiting out the backoff of a
- * failed finalization (finalize.ts).
+ * failed finalization (src/ledger/finalize.ts).
  */
 const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= $1 AND (finalize_retry_at_ms IS NULL OR finalize_retry_at_ms <= $1)";
-
-export interface DueBatch {
-  seq: string;
-  contract: string;
-}
 
 /**
  * Up to `limit` claimable batches in fair order: round-robin by contract. `turn` numbers each
@@ -164,9 +152,9 @@ export interface DueBatch {
  * loose index scan: one seek each in batches_pending_by_contract), `heads` keeps those with a
  * claimable batch, and each contributes at most the batches that can reach the first `limit` (if
  * n contracts have one, the limit-th batch's turn is at most limit − n + 1).
- * A plain read, no lock: finalize.ts claims each one with lockClaimableBatch, which re-checks it.
+ * A plain read, no lock: src/ledger/finalize.ts claims each one with claimBatch, which re-checks it.
  */
-export async function fairDueBatches(db: Queryable, nowMs: number, limit: number, afterContract: string): Promise<DueBatch[]> {
+async function fairDueBatches(db: Queryable, nowMs: number, limit: number, afterContract: string): Promise<DueBatch[]> {
   const { rows } = await db.query<DueBatch>({
     name: "pl-fair-due-batches",
     text: `WITH RECURSIVE pending(contract) AS (
@@ -193,31 +181,19 @@ export async function fairDueBatches(db: Queryable, nowMs: number, limit: number
 }
 
 /**
- * Claims batch `seq` if it is still claimable and marks it FINALIZED, in the caller's
- * transaction. SKIP LOCKED passes over a batch another finalizer (or a cancel) holds, so
- * instances share the work instead of queueing on one row; the row is re-checked once locked
- * (READ COMMITTED re-evaluates the WHERE on the latest version), so a batch is finalized at most
- * once and one whose failure another instance just stored is left to its backoff.
+ * Locks batch `seq` if it is still claimable (PENDING, due, not backing off). SKIP LOCKED passes
+ * over a batch another finalizer (or a cancel) holds, so instances share one ranking's work
+ * instead of queueing on one row; the row is re-checked once locked (READ COMMITTED re-evaluates
+ * the WHERE on the latest version), so one whose failure another instance just stored is left
+ * to its backoff, and the status guard that follows makes a finalization happen once.
  */
-/**
- * Locks batch `seq` if it is still claimable (PENDING, due, not backing off), skipping it when
- * another instance holds it: several instances share one ranking's work and the status guard of
- * the update that follows makes a finalization happen once.
- */
-export async function lockClaimableBatch(db: Queryable, seq: string, nowMs: number): Promise<BatchRow | undefined> {
+async function claimBatch(db: Queryable, seq: string, nowMs: number): Promise<StoredBatch | undefined> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-lock-claimable-batch",
     text: `SELECT ${BATCH_COLUMNS} FROM batches WHERE seq = $2 AND ${CLAIMABLE_SQL} FOR UPDATE SKIP LOCKED`,
     values: [nowMs, seq],
   });
-  return rows[0];
-}
-
-export interface StoredFinalizeFailure {
-  contract: string;
-  batch_id: string;
-  finalize_failures: number;
-  finalize_retry_at_ms: string;
+  return toStored(rows[0]);
 }
 
 /**
@@ -226,13 +202,13 @@ export interface StoredFinalizeFailure {
  * from the failures before this one). Returns what it stored, or undefined if the batch is no
  * longer PENDING (another instance finalized it meanwhile).
  */
-export async function recordFinalizeFailure(
+async function recordFinalizeFailure(
   db: Queryable,
   seq: string,
   nowMs: number,
   errorText: string,
 ): Promise<StoredFinalizeFailure | undefined> {
-  const { rows } = await db.query<StoredFinalizeFailure>({
+  const { rows } = await db.query<FailureColumns>({
     name: "pl-record-finalize-failure",
     text: `UPDATE batches SET
              finalize_failures = finalize_failures + 1,
@@ -242,7 +218,7 @@ export async function recordFinalizeFailure(
            RETURNING contract, batch_id, finalize_failures, finalize_retry_at_ms`,
     values: [seq, nowMs, FINALIZE_RETRY_MAX_MS, FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, errorText],
   });
-  return rows[0];
+  return rows[0] && toStoredFailure(rows[0]);
 }
 
 /** PENDING batches whose last finalization failed: a count over the small batches_failing index. */
@@ -306,3 +282,20 @@ export async function nextFinalizeAtMs(db: Queryable): Promise<number | null> {
   });
   return toNullableNumber(rows[0]?.next ?? null);
 }
+
+/** The batches and transfers tables for the ledger flows (src/ledger/), over pg. */
+export const batches = {
+  insertBatch,
+  insertTransfers,
+  findBatch,
+  lockBatch,
+  readTransfers,
+  setStatus,
+  fairDueBatches,
+  claimBatch,
+  recordFinalizeFailure,
+  readBatch,
+  listBatches,
+  nextFinalizeAtMs,
+  countFailingBatches,
+} satisfies BatchesPort<Queryable, "async">;

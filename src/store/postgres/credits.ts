@@ -1,49 +1,32 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { assertInvariant } from "../../domain/errors.js";
-import { creditTransition } from "../../domain/transitions.js";
-import type { AssetEarnings, CreditResult, NewCredit } from "../store.js";
-import { changeBalance } from "./accounts.js";
-import { appendEvents } from "./events.js";
-import { toUnits, type PgClient, type Queryable } from "./db.js";
+import type { AssetEarnings } from "../ports/accounts.js";
+import type { CreditsPort, NewCredit, StoredCredit } from "../ports/credits.js";
+import { creditColumns } from "../rows.js";
+import { toUnits, type Queryable } from "./db.js";
 
 /**
- * Call inside a transaction that commits only on "credited": idempotent by (address, creditId).
- * The credit row is claimed first; a concurrent credit with the same id waits on it, then sees it.
+ * Stores the credit unless (address, creditId) is taken; false when it is. A concurrent credit
+ * with the same id waits on this one's row, then sees it.
  */
-export async function applyCredit(db: PgClient, credit: NewCredit): Promise<CreditResult> {
-  const asset = credit.asset ?? null;
-  const block = credit.block ?? null;
+async function insertCredit(db: Queryable, credit: NewCredit): Promise<boolean> {
   const { rowCount } = await db.query({
     name: "pl-insert-credit",
     text: `INSERT INTO credits (address, credit_id, point_type, amount_units, created_at_ms, asset, block)
            VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (address, credit_id) DO NOTHING`,
-    values: [credit.address, credit.creditId, credit.pointType, credit.amount.toString(), credit.createdAtMs, asset, block],
+    values: creditColumns(credit),
   });
-  if (rowCount === 0) return { kind: "exists", matchesRequest: await matchesStoredCredit(db, credit) };
-  const transition = creditTransition(credit, await supplyBefore(db, credit), credit.createdAtMs);
-  if (transition.kind === "overflow") return transition;
-  await changeBalance(db, credit.address, credit.pointType, transition.change);
-  if (asset !== null) await addAssetEarnings(db, credit.address, credit.pointType, asset, credit.amount, block ?? 0);
-  await appendEvents(db, transition.events);
-  return { kind: "credited" };
+  return rowCount === 1;
 }
 
 /** Adds a credit to its (address, point type, asset) aggregate and keeps the highest block. */
-async function addAssetEarnings(
-  db: Queryable,
-  address: AddressKey,
-  pointType: PointType,
-  asset: string,
-  amount: bigint,
-  block: number,
-): Promise<void> {
+async function addAssetEarnings(db: Queryable, { address, pointType, asset, amount, block }: NewCredit & { asset: string }): Promise<void> {
   await db.query({
     name: "pl-add-asset-earnings",
     text: `INSERT INTO asset_earnings AS e (address, point_type, asset, earned_units, max_block) VALUES ($1, $2, $3, $4::numeric, $5)
            ON CONFLICT (address, point_type, asset) DO UPDATE SET
              earned_units = e.earned_units + excluded.earned_units, max_block = greatest(e.max_block, excluded.max_block)`,
-    values: [address, pointType, asset, amount.toString(), block],
+    values: [address, pointType, asset, amount.toString(), block ?? 0],
   });
 }
 
@@ -81,18 +64,29 @@ async function supplyBefore(db: Queryable, credit: NewCredit): Promise<bigint> {
   return toUnits(rows[0]?.issued ?? "0") - credit.amount;
 }
 
-async function matchesStoredCredit(db: Queryable, credit: NewCredit): Promise<boolean> {
+async function findCredit(db: Queryable, address: AddressKey, creditId: string): Promise<StoredCredit | undefined> {
   const { rows } = await db.query<{ point_type: PointType; amount_units: string; asset: string | null; block: string | null }>({
     name: "pl-find-credit",
     text: "SELECT point_type, amount_units, asset, block FROM credits WHERE address = $1 AND credit_id = $2",
-    values: [credit.address, credit.creditId],
+    values: [address, creditId],
   });
-  const existing = rows[0];
-  assertInvariant(existing !== undefined, `credit ${credit.creditId} conflicted but cannot be read`);
-  return (
-    existing.point_type === credit.pointType &&
-    toUnits(existing.amount_units) === credit.amount &&
-    existing.asset === (credit.asset ?? null) &&
-    (existing.block === null ? null : Number(existing.block)) === (credit.block ?? null)
-  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    pointType: row.point_type,
+    amount: toUnits(row.amount_units),
+    asset: row.asset,
+    block: row.block === null ? null : Number(row.block),
+  };
 }
+
+/** The credits and asset earnings tables for src/ledger/credit.ts, over pg. */
+export const credits = {
+  insertCredit,
+  findCredit,
+  lockSupplyBefore: supplyBefore,
+  // The supply is the sum of the credits (supplyBefore), so there is nothing else to record.
+  writeSupply: async () => undefined,
+  addAssetEarnings,
+  readAssetEarnings,
+} satisfies CreditsPort<Queryable, "async">;

@@ -1,7 +1,8 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { BatchStatus, PointType } from "../../domain/batch.js";
 import { InvariantViolation } from "../../domain/errors.js";
-import type { AccountBalance, AccountQuery, TransferPage, TransferPosition, TransferQuery, TransferRow } from "../store.js";
+import type { AccountBalance, AccountQuery, TransferPage, TransferPosition, TransferQuery, TransferRow } from "../ports/transfers.js";
+import type { TransfersPort } from "../ports/transfers.js";
 import { toBalance } from "./accounts.js";
 import { toNullableNumber, toNumber, toUnits, type Queryable } from "./db.js";
 
@@ -153,3 +154,6 @@ export async function listAccountBalances(db: Queryable, query: AccountQuery): P
   });
   return rows.map((row) => ({ address: row.address as AddressKey, pointType: row.point_type, balance: toBalance(row) }));
 }
+
+/** The transfer and balance exports, over pg. */
+export const transfers = { listTransfers, listAccountBalances } satisfies TransfersPort<Queryable, "async">;

@@ -1,9 +1,8 @@
-import { ZERO_BALANCE } from "../../domain/balance.js";
-import { applyChange, type BalanceChange } from "../../domain/transitions.js";
+import { ZERO_BALANCE, type Balance } from "../../domain/balance.js";
 import type { AddressKey } from "../../domain/address.js";
 import { DEFAULT_POINT_TYPES, type DefaultPointType, type PointType } from "../../domain/batch.js";
-import { assertInvariant } from "../../domain/errors.js";
-import { availableOf, type Balance, type Balances } from "../store.js";
+import type { AccountsPort, Balances, BalanceWrite } from "../ports/accounts.js";
+import type { StoredBatch } from "../ports/batches.js";
 import { fromPair, fromTriple, statement, toPair, toTriple, type SqliteDb } from "./db.js";
 
 export interface AccountRow {
@@ -52,10 +51,11 @@ export function readBalances<T extends PointType = DefaultPointType>(
   return balances;
 }
 
-/** Writes a whole account; asserts invariant 1 (available ≥ 0) before anything is stored. */
-export function writeBalance(db: SqliteDb, address: AddressKey, pointType: PointType, balance: Balance): void {
-  assertInvariant(availableOf(balance) >= 0n, `available < 0 for ${address} ${pointType}`);
-  assertInvariant(balance.pendingSent >= 0n, `pendingSent < 0 for ${address} ${pointType}`);
+/**
+ * Writes a whole account: `after`, checked by the flow (src/ledger/balance.ts). One process
+ * writes, inside the transaction that read the balance, so `after` is before + change.
+ */
+function writeBalance(db: SqliteDb, address: AddressKey, pointType: PointType, { after: balance }: BalanceWrite): void {
   statement(
     db,
     `INSERT INTO accounts (address, point_type, earned_w, earned_f, received_q, received_w, received_f,
@@ -84,7 +84,7 @@ export function writeBalance(db: SqliteDb, address: AddressKey, pointType: Point
  * MAX_POINTS_UNITS) plus 1 is at most 2·10^18 < 2^63, and whatever passes 10^18 carries into `_q`.
  * So no number of round trips can overflow a column; `_q` grows by at most 1 per transfer.
  */
-export function creditRecipients(db: SqliteDb, seq: number, pointType: PointType): number {
+function creditRecipients(db: SqliteDb, seq: bigint, pointType: PointType): number {
   return statement(
     db,
     `INSERT INTO accounts (address, point_type, received_w, received_f)
@@ -97,7 +97,18 @@ export function creditRecipients(db: SqliteDb, seq: number, pointType: PointType
   ).run(pointType, seq).changes;
 }
 
-/** Applies a transition's change to one account (read, applyChange, write) inside the caller's transaction. */
-export function changeBalance(db: SqliteDb, address: AddressKey, pointType: PointType, change: BalanceChange): void {
-  writeBalance(db, address, pointType, applyChange(readBalance(db, address, pointType), change));
+/** The sender's checked change, then every recipient's (creditRecipients); the accounts changed. */
+function settleBatch(db: SqliteDb, batch: StoredBatch, sender: BalanceWrite): number {
+  writeBalance(db, batch.contract, batch.pointType, sender);
+  return 1 + creditRecipients(db, BigInt(batch.seq), batch.pointType);
 }
+
+/** The accounts table for the ledger flows (src/ledger/), synchronously. */
+export const accounts = {
+  // One process writes, and its write transaction holds the database: a read is as good as a lock.
+  lockBalance: readBalance,
+  readBalance,
+  writeBalance,
+  settleBatch,
+  readBalances,
+} satisfies AccountsPort<SqliteDb, "sync">;

@@ -1,26 +1,27 @@
 import type { AddressKey } from "../../domain/address.js";
 import { PURGE_USED_NONCES_LIMIT } from "../../domain/limits.js";
-import { operatorTransition } from "../../domain/transitions.js";
-import type { NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../store.js";
+import type { AuthPort, NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../ports/auth.js";
+import { operatorPage } from "../rows.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
-import { appendEvents } from "./events.js";
 
 export function readOperator(db: SqliteDb, contract: AddressKey): AddressKey | null {
   const operator = statement(db, "SELECT operator FROM operators WHERE contract = ?").pluck(true).get(contract);
   return (operator as AddressKey | undefined) ?? null;
 }
 
-/** Registers or changes the operator; a change deletes the contract's tokens. */
-export function writeOperator(db: SqliteDb, contract: AddressKey, operator: AddressKey, nowMs: number): void {
-  const transition = operatorTransition(contract, readOperator(db, contract), operator, nowMs);
-  if (transition.kind === "unchanged") return;
-  statement(
+/** Registers `operator`, or changes a different one to it; false when the row already named it. */
+function upsertOperator(db: SqliteDb, contract: AddressKey, operator: AddressKey, nowMs: number): boolean {
+  const { changes } = statement(
     db,
     `INSERT INTO operators (contract, operator, updated_at_ms) VALUES (?, ?, ?)
-     ON CONFLICT (contract) DO UPDATE SET operator = excluded.operator, updated_at_ms = excluded.updated_at_ms`,
+     ON CONFLICT (contract) DO UPDATE SET operator = excluded.operator, updated_at_ms = excluded.updated_at_ms
+     WHERE operators.operator <> excluded.operator`,
   ).run(contract, operator, nowMs);
-  if (transition.revokeTokens) statement(db, "DELETE FROM tokens WHERE contract = ?").run(contract);
-  appendEvents(db, transition.events);
+  return changes === 1;
+}
+
+function deleteTokens(db: SqliteDb, contract: AddressKey): void {
+  statement(db, "DELETE FROM tokens WHERE contract = ?").run(contract);
 }
 
 /**
@@ -33,16 +34,7 @@ export function listOperators(db: SqliteDb, query: OperatorQuery): OperatorPage 
     query.after ?? "",
     query.limit + 1,
   ) as { contract: string; operator: string; updated_at_ms: bigint }[];
-  const more = rows.length > query.limit;
-  const page = more ? rows.slice(0, query.limit) : rows;
-  return {
-    operators: page.map((row) => ({
-      contract: row.contract as AddressKey,
-      operator: row.operator as AddressKey,
-      updatedAtMs: toNumber(row.updated_at_ms),
-    })),
-    next: more ? (page[page.length - 1]!.contract as AddressKey) : null,
-  };
+  return operatorPage(rows, query.limit);
 }
 
 /**
@@ -100,3 +92,18 @@ export function deleteExpired(db: SqliteDb, nowMs: number): void {
   ).run(nowMs, PURGE_USED_NONCES_LIMIT);
   statement(db, "DELETE FROM tokens WHERE expires_at_ms <= ?").run(nowMs);
 }
+
+/** The operators and tokens tables for src/ledger/operator.ts, synchronously. */
+export const auth = {
+  // One process writes, and its write transaction holds the database: a read is as good as a lock.
+  lockOperator: readOperator,
+  upsertOperator,
+  deleteTokens,
+  readOperator,
+  listOperators,
+  readOrStoreServerKey,
+  insertUsedNonce,
+  insertToken,
+  lookupToken,
+  deleteExpired,
+} satisfies AuthPort<SqliteDb, "sync">;

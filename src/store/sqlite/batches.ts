@@ -1,8 +1,9 @@
 import type { AddressKey } from "../../domain/address.js";
-import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
+import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
 import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
-import type { BatchPage, BatchQuery } from "../store.js";
-import { fromPair, statement, toNullableNumber, toNumber, toPair, type SqliteDb } from "./db.js";
+import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
+import { toBatch as batchOf, toStoredBatch, statusTimeColumn, toStoredFailure, type FailureColumns } from "../rows.js";
+import { fromPair, statement, toNumber, toPair, type SqliteDb } from "./db.js";
 
 /** Rows per multi-VALUES insert statement: fewer statement executions, bounded parameter count. */
 const TRANSFER_ROWS_PER_STATEMENT = 100;
@@ -24,55 +25,57 @@ export interface BatchRow {
   cancelled_at_ms: bigint | null;
 }
 
+function totalOf(row: BatchRow): bigint {
+  return fromPair(row.total_w, row.total_f);
+}
+
 export function toBatch(row: BatchRow): Batch {
-  return {
-    contract: row.contract as AddressKey,
-    batchId: row.batch_id,
-    pointType: row.point_type as PointType,
-    status: row.status as BatchStatus,
-    total: fromPair(row.total_w, row.total_f),
-    transferCount: toNumber(row.transfer_count),
-    secondsToFinalize: toNumber(row.seconds_to_finalize),
-    createdAtMs: toNumber(row.created_at_ms),
-    finalizeAtMs: toNumber(row.finalize_at_ms),
-    updatedAtMs: toNullableNumber(row.updated_at_ms),
-    finalizedAtMs: toNullableNumber(row.finalized_at_ms),
-    cancelledAtMs: toNullableNumber(row.cancelled_at_ms),
-  };
+  return batchOf(row, totalOf(row));
+}
+
+function toStored(row: BatchRow | undefined): StoredBatch | undefined {
+  return row ? toStoredBatch(row, totalOf(row)) : undefined;
 }
 
 export function findBatchRow(db: SqliteDb, contract: AddressKey, batchId: string): BatchRow | undefined {
   return statement(db, "SELECT * FROM batches WHERE contract = ? AND batch_id = ?").get(contract, batchId) as BatchRow | undefined;
 }
 
-export function readBatchBySeq(db: SqliteDb, seq: bigint | number): BatchRow {
-  return statement(db, "SELECT * FROM batches WHERE seq = ?").get(seq) as BatchRow;
+function findBatch(db: SqliteDb, contract: AddressKey, batchId: string): StoredBatch | undefined {
+  return toStored(findBatchRow(db, contract, batchId));
 }
 
-export function readTransfers(db: SqliteDb, seq: bigint): Transfer[] {
-  const rows = statement(db, "SELECT to_address, amount_w, amount_f FROM transfers WHERE seq = ? ORDER BY idx").raw(true).all(seq) as [
-    string,
-    bigint,
-    bigint,
-  ][];
+export function readTransfers(db: SqliteDb, seq: bigint | string): Transfer[] {
+  const rows = statement(db, "SELECT to_address, amount_w, amount_f FROM transfers WHERE seq = ? ORDER BY idx")
+    .raw(true)
+    .all(BigInt(seq)) as [string, bigint, bigint][];
   return rows.map(([toAddress, whole, fraction]) => ({
     toAddress: toAddress as AddressKey,
     amount: fromPair(whole, fraction),
   }));
 }
 
-export function withTransfers(db: SqliteDb, row: BatchRow): BatchWithTransfers {
+function withTransfers(db: SqliteDb, row: BatchRow): BatchWithTransfers {
   return { ...toBatch(row), transfers: readTransfers(db, row.seq) };
 }
 
-/** Inserts the batch row (PENDING) and all its transfers; returns the batch's seq. */
-export function insertBatch(db: SqliteDb, batch: NewBatch): number {
-  const finalizeAtMs = batch.createdAtMs + batch.secondsToFinalize * 1000;
+/** The batch and its transfers, in one read transaction (a consistent view). */
+function readBatch(db: SqliteDb, contract: AddressKey, batchId: string): BatchWithTransfers | null {
+  const row = findBatchRow(db, contract, batchId);
+  return row ? db.transaction(() => withTransfers(db, row))() : null;
+}
+
+/**
+ * Inserts the batch row (PENDING) unless (contract, batchId) is taken; returns its seq, or
+ * undefined. One process writes, so nothing races it; the flow rolls back a refused submission.
+ */
+function insertBatch(db: SqliteDb, batch: NewBatch, finalizeAtMs: number): string | undefined {
   const info = statement(
     db,
     `INSERT INTO batches (contract, batch_id, point_type, status, total_w, total_f, transfer_count,
        seconds_to_finalize, created_at_ms, finalize_at_ms)
-     VALUES (?, ?, ?, 'PENDING', ?, ?, ?, ?, ?, ?)`,
+     VALUES (?, ?, ?, 'PENDING', ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (contract, batch_id) DO NOTHING`,
   ).run(
     batch.contract,
     batch.batchId,
@@ -83,16 +86,15 @@ export function insertBatch(db: SqliteDb, batch: NewBatch): number {
     batch.createdAtMs,
     finalizeAtMs,
   );
-  const seq = Number(info.lastInsertRowid);
-  insertTransfers(db, seq, batch.transfers);
-  return seq;
+  return info.changes === 1 ? info.lastInsertRowid.toString() : undefined;
 }
 
 function transferInsertSql(rows: number): string {
   return `INSERT INTO transfers (seq, idx, to_address, amount_w, amount_f) VALUES ${"(?, ?, ?, ?, ?), ".repeat(rows - 1)}(?, ?, ?, ?, ?)`;
 }
 
-function insertTransfers(db: SqliteDb, seq: number, transfers: Transfer[]): void {
+function insertTransfers(db: SqliteDb, seqText: string, transfers: readonly Transfer[]): void {
+  const seq = BigInt(seqText);
   for (let start = 0; start < transfers.length; start += TRANSFER_ROWS_PER_STATEMENT) {
     const end = Math.min(start + TRANSFER_ROWS_PER_STATEMENT, transfers.length);
     const params: (number | bigint | string)[] = new Array((end - start) * 5);
@@ -110,15 +112,9 @@ function insertTransfers(db: SqliteDb, seq: number, transfers: Transfer[]): void
   }
 }
 
-export function setStatus(db: SqliteDb, seq: bigint, from: BatchStatus, to: BatchStatus, nowMs: number): boolean {
-  const timeColumn = to === "FINALIZED" ? "finalized_at_ms" : to === "CANCELLED" ? "cancelled_at_ms" : "updated_at_ms";
-  const changes = statement(db, `UPDATE batches SET status = ?, updated_at_ms = ?, ${timeColumn} = ? WHERE seq = ? AND status = ?`).run(
-    to,
-    nowMs,
-    nowMs,
-    seq,
-    from,
-  ).changes;
+function setStatus(db: SqliteDb, seq: string, from: BatchStatus, to: BatchStatus, nowMs: number): boolean {
+  const sql = `UPDATE batches SET status = ?, updated_at_ms = ?, ${statusTimeColumn(to)} = ? WHERE seq = ? AND status = ?`;
+  const changes = statement(db, sql).run(to, nowMs, nowMs, BigInt(seq), from).changes;
   return changes === 1;
 }
 
@@ -162,14 +158,9 @@ export function listBatches(db: SqliteDb, contract: AddressKey, query: BatchQuer
 
 /**
  * What makes a PENDING batch claimable at @now: it is due, and not waiting out the backoff of a
- * failed finalization (finalize.ts).
+ * failed finalization (src/ledger/finalize.ts).
  */
 const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= @now AND (finalize_retry_at_ms IS NULL OR finalize_retry_at_ms <= @now)";
-
-export interface DueBatch {
-  seq: bigint;
-  contract: string;
-}
 
 /**
  * Up to `limit` claimable batches in fair order: round-robin by contract. `turn` numbers each
@@ -187,7 +178,7 @@ export interface DueBatch {
  * 10,000 due batches and 0.3 ms for 2 contracts with 360,000; a ranking of every due batch took
  * 0.45 µs per due batch (160 ms for 360,000, all of it holding the event loop).
  */
-export function fairDueBatches(db: SqliteDb, nowMs: number, limit: number, afterContract: string): DueBatch[] {
+function fairDueBatches(db: SqliteDb, nowMs: number, limit: number, afterContract: string): DueBatch[] {
   const rows = statement(
     db,
     `WITH RECURSIVE pending(contract) AS MATERIALIZED (
@@ -210,7 +201,15 @@ export function fairDueBatches(db: SqliteDb, nowMs: number, limit: number, after
   )
     .raw(true)
     .all({ now: nowMs, limit, after: afterContract }) as [bigint, string][];
-  return rows.map(([seq, contract]) => ({ seq, contract }));
+  return rows.map(([seq, contract]) => ({ seq: seq.toString(), contract }));
+}
+
+/** Batch `seq` if it is still claimable (one process writes: nothing to lock or skip). */
+function claimBatch(db: SqliteDb, seq: string, nowMs: number): StoredBatch | undefined {
+  return toStored(
+    statement(db, `SELECT * FROM batches WHERE seq = @seq AND ${CLAIMABLE_SQL}`).get({ seq: BigInt(seq), now: nowMs }) as
+      BatchRow | undefined,
+  );
 }
 
 /**
@@ -219,13 +218,8 @@ export function fairDueBatches(db: SqliteDb, nowMs: number, limit: number, after
  * from the failures before this one). Returns what it stored, or undefined if the batch is no
  * longer PENDING.
  */
-export function recordFinalizeFailure(
-  db: SqliteDb,
-  seq: bigint,
-  nowMs: number,
-  errorText: string,
-): { contract: string; batch_id: string; finalize_failures: bigint; finalize_retry_at_ms: bigint } | undefined {
-  return statement(
+function recordFinalizeFailure(db: SqliteDb, seq: string, nowMs: number, errorText: string): StoredFinalizeFailure | undefined {
+  const row = statement(
     db,
     `UPDATE batches SET
        finalize_failures = finalize_failures + 1,
@@ -234,13 +228,14 @@ export function recordFinalizeFailure(
      WHERE seq = @seq AND status = 'PENDING'
      RETURNING contract, batch_id, finalize_failures, finalize_retry_at_ms`,
   ).get({
-    seq,
+    seq: BigInt(seq),
     now: nowMs,
     maxDelay: FINALIZE_RETRY_MAX_MS,
     baseDelay: FINALIZE_RETRY_BASE_MS,
     maxDoublings: FINALIZE_RETRY_MAX_DOUBLINGS,
     error: errorText,
-  }) as { contract: string; batch_id: string; finalize_failures: bigint; finalize_retry_at_ms: bigint } | undefined;
+  }) as FailureColumns | undefined;
+  return row && toStoredFailure(row);
 }
 
 /** PENDING batches whose last finalization failed: a count over the small batches_failing index. */
@@ -267,3 +262,21 @@ export function nextFinalizeAtMs(db: SqliteDb): number | null {
     .get() as bigint | null;
   return value === null ? null : Number(value);
 }
+
+/** The batches and transfers tables for the ledger flows (src/ledger/), synchronously. */
+export const batches = {
+  insertBatch,
+  insertTransfers,
+  findBatch,
+  // One process writes, and its write transaction holds the database: a read is as good as a lock.
+  lockBatch: findBatch,
+  readTransfers,
+  setStatus,
+  fairDueBatches,
+  claimBatch,
+  recordFinalizeFailure,
+  readBatch,
+  listBatches,
+  nextFinalizeAtMs,
+  countFailingBatches,
+} satisfies BatchesPort<SqliteDb, "sync">;

@@ -1,51 +1,27 @@
 import type { PointType } from "../../domain/batch.js";
-import { creditTransition } from "../../domain/transitions.js";
 import type { AddressKey } from "../../domain/address.js";
-import type { AssetEarnings, CreditResult, NewCredit } from "../store.js";
-import { changeBalance } from "./accounts.js";
-import { appendEvents } from "./events.js";
+import type { AssetEarnings } from "../ports/accounts.js";
+import type { CreditsPort, NewCredit, StoredCredit } from "../ports/credits.js";
+import { creditColumns } from "../rows.js";
 import { fromPair, statement, toNullableNumber, toNumber, toPair, type SqliteDb } from "./db.js";
 
-interface StoredCredit {
-  point_type: PointType;
-  amount_units: string;
-  asset: string | null;
-  block: bigint | null;
-}
-
-/**
- * Call inside a transaction: idempotent by (address, creditId). The credit transition
- * (domain/transitions.ts) refuses one that would take the point type's supply past
- * MAX_SUPPLY_UNITS, so no balance or batch can pass it.
- */
-export function applyCredit(db: SqliteDb, credit: NewCredit): CreditResult {
-  const existing = statement(db, "SELECT point_type, amount_units, asset, block FROM credits WHERE address = ? AND credit_id = ?").get(
-    credit.address,
-    credit.creditId,
-  ) as StoredCredit | undefined;
-  if (existing) return { kind: "exists", matchesRequest: sameCredit(existing, credit) };
-  const transition = creditTransition(credit, readSupply(db, credit.pointType), credit.createdAtMs);
-  if (transition.kind === "overflow") return transition;
-  const asset = credit.asset ?? null;
-  const block = credit.block ?? null;
-  statement(
+/** Stores the credit unless (address, creditId) is taken; false when it is. */
+function insertCredit(db: SqliteDb, credit: NewCredit): boolean {
+  const { changes } = statement(
     db,
-    "INSERT INTO credits (address, credit_id, point_type, amount_units, created_at_ms, asset, block) VALUES (?, ?, ?, ?, ?, ?, ?)",
-  ).run(credit.address, credit.creditId, credit.pointType, credit.amount.toString(), credit.createdAtMs, asset, block);
-  writeSupply(db, credit.pointType, transition.supplyAfter);
-  changeBalance(db, credit.address, credit.pointType, transition.change);
-  if (asset !== null) addAssetEarnings(db, credit.address, credit.pointType, asset, credit.amount, block ?? 0);
-  appendEvents(db, transition.events);
-  return { kind: "credited" };
+    `INSERT INTO credits (address, credit_id, point_type, amount_units, created_at_ms, asset, block) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (address, credit_id) DO NOTHING`,
+  ).run(creditColumns(credit));
+  return changes === 1;
 }
 
-function sameCredit(stored: StoredCredit, credit: NewCredit): boolean {
-  return (
-    stored.point_type === credit.pointType &&
-    BigInt(stored.amount_units) === credit.amount &&
-    stored.asset === (credit.asset ?? null) &&
-    toNullableNumber(stored.block) === (credit.block ?? null)
-  );
+function findCredit(db: SqliteDb, address: AddressKey, creditId: string): StoredCredit | undefined {
+  const row = statement(db, "SELECT point_type, amount_units, asset, block FROM credits WHERE address = ? AND credit_id = ?").get(
+    address,
+    creditId,
+  ) as { point_type: PointType; amount_units: string; asset: string | null; block: bigint | null } | undefined;
+  if (!row) return undefined;
+  return { pointType: row.point_type, amount: BigInt(row.amount_units), asset: row.asset, block: toNullableNumber(row.block) };
 }
 
 /**
@@ -53,7 +29,7 @@ function sameCredit(stored: StoredCredit, credit: NewCredit): boolean {
  * (the sum stays within the point type's supply, ≤ 10^18 points, so `_w` cannot overflow) and
  * the highest block kept.
  */
-function addAssetEarnings(db: SqliteDb, address: AddressKey, pointType: PointType, asset: string, amount: bigint, block: number): void {
+function addAssetEarnings(db: SqliteDb, { address, pointType, asset, amount, block }: NewCredit & { asset: string }): void {
   statement(
     db,
     `INSERT INTO asset_earnings (address, point_type, asset, earned_w, earned_f, max_block) VALUES (?, ?, ?, ?, ?, ?)
@@ -61,7 +37,7 @@ function addAssetEarnings(db: SqliteDb, address: AddressKey, pointType: PointTyp
        earned_w = earned_w + excluded.earned_w + (earned_f + excluded.earned_f) / 1000000000000,
        earned_f = (earned_f + excluded.earned_f) % 1000000000000,
        max_block = max(max_block, excluded.max_block)`,
-  ).run(address, pointType, asset, ...toPair(amount), block);
+  ).run(address, pointType, asset, ...toPair(amount), block ?? 0);
 }
 
 export function readAssetEarnings(db: SqliteDb, address: AddressKey): AssetEarnings[] {
@@ -76,7 +52,10 @@ export function readAssetEarnings(db: SqliteDb, address: AddressKey): AssetEarni
   }));
 }
 
-/** Units of `pointType` issued by every credit so far. */
+/**
+ * Units of `pointType` issued by every credit so far, kept in point_supply (this credit is added
+ * by writeSupply, after the check). One process writes: nothing to lock.
+ */
 export function readSupply(db: SqliteDb, pointType: PointType): bigint {
   const row = statement(db, "SELECT issued_w, issued_f FROM point_supply WHERE point_type = ?").get(pointType) as
     { issued_w: bigint; issued_f: bigint } | undefined;
@@ -90,3 +69,13 @@ function writeSupply(db: SqliteDb, pointType: PointType, units: bigint): void {
      ON CONFLICT (point_type) DO UPDATE SET issued_w = excluded.issued_w, issued_f = excluded.issued_f`,
   ).run(pointType, ...toPair(units));
 }
+
+/** The credits, point supply and asset earnings tables for src/ledger/credit.ts, synchronously. */
+export const credits = {
+  insertCredit,
+  findCredit,
+  lockSupplyBefore: (db: SqliteDb, credit: NewCredit) => readSupply(db, credit.pointType),
+  writeSupply,
+  addAssetEarnings,
+  readAssetEarnings,
+} satisfies CreditsPort<SqliteDb, "sync">;

@@ -1,7 +1,8 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { BatchStatus, PointType } from "../../domain/batch.js";
 import { InvariantViolation } from "../../domain/errors.js";
-import type { AccountBalance, AccountQuery, TransferPage, TransferPosition, TransferQuery, TransferRow } from "../store.js";
+import type { AccountBalance, AccountQuery, TransferPage, TransferPosition, TransferQuery, TransferRow } from "../ports/transfers.js";
+import type { TransfersPort } from "../ports/transfers.js";
 import { toBalance, type AccountRow } from "./accounts.js";
 import { fromPair, statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 
@@ -135,3 +136,6 @@ export function listAccountBalances(db: SqliteDb, query: AccountQuery): AccountB
   }) as (AccountRow & { address: string; point_type: string })[];
   return rows.map((row) => ({ address: row.address as AddressKey, pointType: row.point_type, balance: toBalance(row) }));
 }
+
+/** The transfer and balance exports, synchronously. */
+export const transfers = { listTransfers, listAccountBalances } satisfies TransfersPort<SqliteDb, "sync">;

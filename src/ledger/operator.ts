@@ -1,0 +1,25 @@
+import type { AddressKey } from "../domain/address.js";
+import { operatorTransition } from "../domain/transitions.js";
+import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
+import { inTransaction, io, type Flow } from "./flow.js";
+
+/** operator change (domain/transitions.ts operatorTransition) in one transaction: a change revokes the contract's tokens. */
+export function setOperator<Db>(
+  database: LedgerDatabase<Db>,
+  contract: AddressKey,
+  operator: AddressKey,
+  nowMs: number,
+): void | Promise<void> {
+  return inTransaction(database, (ports, db) => operatorFlow(ports, db, contract, operator, nowMs));
+}
+
+function* operatorFlow<Db>(ports: LedgerPorts<Db>, db: Db, contract: AddressKey, operator: AddressKey, nowMs: number): Flow<void> {
+  const current = yield* io(ports.auth.lockOperator(db, contract));
+  const transition = operatorTransition(contract, current, operator, nowMs);
+  if (transition.kind === "unchanged") return;
+  // Two first registrations racing: the later upsert changes nothing, and its transition (decided
+  // before the other's row existed) is dropped with its event.
+  if (!(yield* io(ports.auth.upsertOperator(db, contract, operator, nowMs)))) return;
+  if (transition.revokeTokens) yield* io(ports.auth.deleteTokens(db, contract));
+  yield* io(ports.events.appendEvents(db, transition.events));
+}

@@ -1,0 +1,42 @@
+import type { LedgerEvent } from "../../domain/events.js";
+import type { EventsAppendPort, LedgerDatabaseOf } from "../ports/ledger.js";
+import { accounts } from "./accounts.js";
+import { auth } from "./auth.js";
+import { batches } from "./batches.js";
+import { credits } from "./credits.js";
+import { isConnectionError, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
+import { appendEvents } from "./events.js";
+
+/** A client checked out of the pool (a transaction's), rather than the pool itself. */
+function isClient(db: Queryable): db is PgClient {
+  return typeof (db as Partial<PgClient>).release === "function";
+}
+
+const events = {
+  appendEvents: async (db: Queryable, appended: readonly LedgerEvent[]) => {
+    // Events leave at COMMIT (db.ts transaction): an append outside a transaction would leave at once.
+    if (!isClient(db)) throw new Error("events are appended inside a transaction");
+    await appendEvents(db, appended);
+  },
+} satisfies EventsAppendPort<Queryable, "async">;
+
+/**
+ * PostgreSQL for the ledger flows (src/ledger/): ports answer with promises, each transaction
+ * runs on one pooled client, and several processes share the database (row locks, SKIP LOCKED).
+ */
+export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async"> {
+  return {
+    mode: "async",
+    ports: { accounts, batches, credits, auth, events },
+    transact: (work, options) => transaction(pool, work, options),
+    read: (work) => work(pool),
+    // Each batch commits alone (finalizeAttempt), so the pass itself holds no transaction: its
+    // failure records are single statements on the pool.
+    finalizePass: (work) => work(pool),
+    finalizeAttempt: (_pass, work) => transaction(pool, work),
+    // No budget: nothing is held across batches, and several instances share the work.
+    finalizePassBudgetMs: Number.POSITIVE_INFINITY,
+    // A lost connection is the database's failure, not the batch's.
+    isDatabaseFailure: isConnectionError,
+  };
+}

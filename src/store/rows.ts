@@ -1,0 +1,104 @@
+import type { AddressKey } from "../domain/address.js";
+import type { Batch, BatchStatus, PointType } from "../domain/batch.js";
+import type { OperatorPage } from "./ports/auth.js";
+import type { NewCredit } from "./ports/credits.js";
+import type { StoredBatch, StoredFinalizeFailure } from "./ports/batches.js";
+
+/**
+ * Row translation both adapters share. Integer columns arrive as bigint (better-sqlite3's safe
+ * integers) or as decimal strings (pg's BIGINT); epoch milliseconds and counts fit a double
+ * exactly, so Number() reads either. Amounts are not read here: each adapter stores them its way.
+ */
+type IntegerColumn = bigint | string | number;
+
+/** The batches columns both schemas share (amounts aside). */
+export interface BatchColumns {
+  seq: IntegerColumn;
+  contract: string;
+  batch_id: string;
+  point_type: string;
+  status: string;
+  transfer_count: IntegerColumn;
+  seconds_to_finalize: IntegerColumn;
+  created_at_ms: IntegerColumn;
+  finalize_at_ms: IntegerColumn;
+  updated_at_ms: IntegerColumn | null;
+  finalized_at_ms: IntegerColumn | null;
+  cancelled_at_ms: IntegerColumn | null;
+}
+
+function nullableNumber(value: IntegerColumn | null): number | null {
+  return value === null ? null : Number(value);
+}
+
+/** A batch row and its total (read by the adapter from its own amount columns). */
+export function toBatch(row: BatchColumns, total: bigint): Batch {
+  return {
+    contract: row.contract as AddressKey,
+    batchId: row.batch_id,
+    pointType: row.point_type as PointType,
+    status: row.status as BatchStatus,
+    total,
+    transferCount: Number(row.transfer_count),
+    secondsToFinalize: Number(row.seconds_to_finalize),
+    createdAtMs: Number(row.created_at_ms),
+    finalizeAtMs: Number(row.finalize_at_ms),
+    updatedAtMs: nullableNumber(row.updated_at_ms),
+    finalizedAtMs: nullableNumber(row.finalized_at_ms),
+    cancelledAtMs: nullableNumber(row.cancelled_at_ms),
+  };
+}
+
+/** toBatch with the row's key, for the ledger flows. */
+export function toStoredBatch(row: BatchColumns, total: bigint): StoredBatch {
+  return { ...toBatch(row, total), seq: row.seq.toString() };
+}
+
+/** The column each status change stamps besides updated_at_ms. */
+export function statusTimeColumn(to: BatchStatus): string {
+  return to === "FINALIZED" ? "finalized_at_ms" : to === "CANCELLED" ? "cancelled_at_ms" : "updated_at_ms";
+}
+
+/** One keyset page of operators from `limit + 1` rows read after the previous page's last contract. */
+export function operatorPage(rows: { contract: string; operator: string; updated_at_ms: IntegerColumn }[], limit: number): OperatorPage {
+  const more = rows.length > limit;
+  const page = more ? rows.slice(0, limit) : rows;
+  return {
+    operators: page.map((row) => ({
+      contract: row.contract as AddressKey,
+      operator: row.operator as AddressKey,
+      updatedAtMs: Number(row.updated_at_ms),
+    })),
+    next: more ? (page[page.length - 1]!.contract as AddressKey) : null,
+  };
+}
+
+/** What a stored finalization failure returns (RETURNING of recordFinalizeFailure). */
+export interface FailureColumns {
+  contract: string;
+  batch_id: string;
+  finalize_failures: IntegerColumn;
+  finalize_retry_at_ms: IntegerColumn;
+}
+
+export function toStoredFailure(row: FailureColumns): StoredFinalizeFailure {
+  return {
+    contract: row.contract as AddressKey,
+    batchId: row.batch_id,
+    failures: Number(row.finalize_failures),
+    retryAtMs: Number(row.finalize_retry_at_ms),
+  };
+}
+
+/** A credit's row values, in the column order (address, credit_id, point_type, amount_units, created_at_ms, asset, block). */
+export function creditColumns(credit: NewCredit): [string, string, string, string, number, string | null, number | null] {
+  return [
+    credit.address,
+    credit.creditId,
+    credit.pointType,
+    credit.amount.toString(),
+    credit.createdAtMs,
+    credit.asset ?? null,
+    credit.block ?? null,
+  ];
+}
