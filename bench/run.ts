@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { loadConfig } from "../src/config.js";
-import { openStore } from "../src/store/open.js";
+import { openStore } from "../src/ledger/open.js";
 import { createBenchSchema } from "./postgres-schema.js";
 import { measureHttpCeiling, measureStorageCeiling } from "./ceilings.js";
 import { newOperator, registerAndCredit, signIn, type Operator } from "./client.js";

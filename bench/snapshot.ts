@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { takeSnapshot, snapshotProof, treeDumpText } from "../src/snapshots/snapshots.js";
-import { openStore } from "../src/store/open.js";
+import { openStore } from "../src/ledger/open.js";
 import type { LedgerStore } from "../src/store/store.js";
 import type { AddressKey } from "../src/domain/address.js";
 import { createBenchSchema } from "./postgres-schema.js";

@@ -5,7 +5,7 @@ import type { NewBatch } from "../src/domain/batch.js";
 import { toNewBatch, type BatchBody } from "../src/domain/validate.js";
 import { batchBodySchema } from "../src/http/schemas.js";
 import { validatorCompiler } from "../src/http/validation.js";
-import { openStore } from "../src/store/open.js";
+import { openStore } from "../src/ledger/open.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
 

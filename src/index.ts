@@ -2,6 +2,6 @@
 export { loadConfig, ConfigError, type Config } from "./config.js";
 export { buildApp, type AppOptions } from "./http/app.js";
 export { startServer, type RunningServer } from "./server.js";
-export { openStore } from "./store/open.js";
+export { openStore } from "./ledger/open.js";
 export type { LedgerStore } from "./store/store.js";
 export { parsePoints, formatPoints } from "./domain/points.js";

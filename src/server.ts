@@ -3,7 +3,7 @@ import type { Config } from "./config.js";
 import { createWorker, type Worker } from "./worker/index.js";
 import { buildApp } from "./http/app.js";
 import { createMetrics } from "./metrics.js";
-import { openStore } from "./store/open.js";
+import { openStore } from "./ledger/open.js";
 import { assertPointTypesConfigured } from "./store/point-types.js";
 import type { LedgerStore } from "./store/store.js";
 import { systemClock, type Clock } from "./clock.js";

@@ -16,7 +16,7 @@ import { ManualClock } from "../src/clock.js";
 import { loadConfig } from "../src/config.js";
 import type { AddressKey } from "../src/domain/address.js";
 import { buildApp } from "../src/http/app.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import type { LedgerStore } from "../src/store/store.js";
 import {
   TEST_ENV,

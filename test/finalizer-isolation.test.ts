@@ -11,7 +11,7 @@ import { parsePoints } from "../src/domain/points.js";
 import { Finalizer } from "../src/worker/finalize.js";
 import { createMetrics, recordCommittedEvents } from "../src/metrics.js";
 import { FINALIZE_RETRY_BASE_MS } from "../src/store/finalize-retry.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import type { FinalizeFailure, LedgerStore } from "../src/store/store.js";
 import { randomAddress } from "./store-contract.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { JobLoop } from "../src/worker/loop.js";
+import { JobLoop } from "../src/job-loop.js";
 
 /**
  * JobLoop, the scheduling every background job shares (finalize, deliver, purge): a pass may ask

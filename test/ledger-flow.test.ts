@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
 import { InvariantViolation } from "../src/domain/errors.js";
 import { parsePoints } from "../src/domain/points.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import { randomAddress } from "./store-contract.js";

@@ -7,7 +7,7 @@ import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePoints } from "../src/domain/points.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { assertBuilt, CLI_PATH } from "./helpers/process.js";
 import { randomAddress } from "./helpers/postgres.js";
 

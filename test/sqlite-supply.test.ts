@@ -7,7 +7,7 @@ import type { AddressKey } from "../src/domain/address.js";
 import type { NewBatch } from "../src/domain/batch.js";
 import { MAX_SUPPLY_UNITS, UNITS_PER_POINT } from "../src/domain/points.js";
 import { MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { availableOf, type Balance, type LedgerStore } from "../src/store/store.js";
 import { randomAddress } from "./store-contract.js";
 

@@ -438,7 +438,7 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
   it("answers StoreUnavailableError when the database cannot be reached", async () => {
     const url = new URL(DATABASE_URL_TEST!);
     url.port = "1";
-    const { createPostgresStore } = await import("../src/store/postgres/index.js");
+    const { createPostgresStore } = await import("../src/ledger/postgres.js");
     const unreachable = createPostgresStore({ connectionString: url.toString(), poolSize: 1, statementTimeoutMs: 1000 });
     try {
       await expect(unreachable.ping()).rejects.toBeInstanceOf(StoreUnavailableError);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_POINT_TYPES } from "../src/domain/batch.js";
 import { parsePoints } from "../src/domain/points.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { randomAddress, storeContractSuite } from "./store-contract.js";
 
 const directory = mkdtempSync(join(tmpdir(), "points-ledger-contract-"));

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { systemClock } from "../src/clock.js";
 import type { AddressKey } from "../src/domain/address.js";
 import { webhookTest } from "../src/domain/events.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { newEndpointId } from "../src/domain/webhooks.js";
 import { DeliveryJob } from "../src/outbox/delivery-job.js";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
 import { creditCreated, webhookTest, type LedgerEvent } from "../src/domain/events.js";
 import { fanOutDeliveries as pgFanOut } from "../src/store/postgres/webhooks.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import type { AttemptOutcome, ClaimedDelivery, DeliveryClaim, LedgerStore, NewWebhookEndpoint } from "../src/store/store.js";
 import { newEndpointId } from "../src/domain/webhooks.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";

@@ -6,7 +6,7 @@ import { alreadyExistsMessage } from "../domain/messages.js";
 import { requireAddress, requirePoints } from "../domain/validate.js";
 import { createWorker } from "../worker/index.js";
 import { STOPPED_LINE, startServer, startupLines } from "../server.js";
-import { openStore } from "../store/open.js";
+import { openStore } from "../ledger/open.js";
 import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { LedgerStore } from "../store/store.js";
 import { systemClock } from "../clock.js";

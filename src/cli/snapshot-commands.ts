@@ -14,7 +14,7 @@ import {
 import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage, oneOfMessage } from "../domain/messages.js";
 import { requireAddress } from "../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../snapshots/snapshots.js";
-import { openStore } from "../store/open.js";
+import { openStore } from "../ledger/open.js";
 import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { LedgerStore } from "../store/store.js";
 import { UsageError } from "./commands.js";

@@ -1,13 +1,10 @@
 import type { LedgerDatabase } from "../store/ports/ledger.js";
-import type { LedgerStore } from "../store/store.js";
+import type { LedgerOperations } from "../store/store.js";
 import { cancelBatch } from "./cancel.js";
 import { credit } from "./credit.js";
 import { finalizeDue } from "./finalize.js";
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
-
-/** The LedgerStore operations the flows implement, for each adapter's store to take as they are. */
-export type LedgerOperations = Pick<LedgerStore, "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator">;
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:

@@ -12,7 +12,7 @@ import type { AttemptOutcome, ClaimedDelivery, DeliveryLease } from "../domain/w
 import type { LedgerStore } from "../store/store.js";
 import { decideOutcome } from "./retry-schedule.js";
 import { sendDelivery } from "./send.js";
-import { JobLoop } from "../worker/loop.js";
+import { JobLoop } from "../job-loop.js";
 
 /*
  * The outbox (this folder). Every change of the ledger appends its events in the same transaction

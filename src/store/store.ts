@@ -2,6 +2,7 @@ import type { AccountsStore } from "./ports/accounts.js";
 import type { AuthStore } from "./ports/auth.js";
 import type { BatchesStore } from "./ports/batches.js";
 import type { EventsStore } from "./ports/events.js";
+import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
 import type { WebhooksStore } from "./ports/webhooks.js";
@@ -47,3 +48,12 @@ export interface LedgerStore extends AccountsStore, BatchesStore, AuthStore, Eve
   /** Checks every ledger invariant (README, Architecture: Ledger model) over the whole database. */
   verify(): Promise<Violation[]>;
 }
+
+/** The LedgerStore operations the flows of src/ledger/ implement, once for both adapters. */
+export type LedgerOperations = Pick<LedgerStore, "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator">;
+
+/**
+ * The flows over one adapter's database, handed to the adapter by whoever composes a store
+ * (src/ledger/sqlite.ts, postgres.ts): an adapter never imports the layer above it.
+ */
+export type LedgerFlows = <Db>(database: LedgerDatabase<Db>) => LedgerOperations;

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Metrics } from "../metrics.js";
 import type { FinalizeFailure, LedgerStore } from "../store/store.js";
 import type { Clock } from "../clock.js";
-import { JobLoop } from "./loop.js";
+import { JobLoop } from "../job-loop.js";
 
 export interface FinalizerOptions {
   intervalMs: number;

@@ -14,7 +14,7 @@ import {
   SNAPSHOT_PURGE_STEP,
 } from "../domain/limits.js";
 import type { EventsStore, LedgerStore, SnapshotsStore, WebhooksStore } from "../store/store.js";
-import { JobLoop } from "./loop.js";
+import { JobLoop } from "../job-loop.js";
 
 const DAY_MS = 24 * 3600 * 1000;
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { loadConfig, type Config } from "../../src/config.js";
 import { buildApp } from "../../src/http/app.js";
-import { createSqliteStore } from "../../src/store/sqlite/index.js";
+import { createSqliteStore } from "../../src/ledger/sqlite.js";
 import type { LedgerStore } from "../../src/store/store.js";
 import { TEST_ENV, injectSender, type Send } from "./http.js";
 

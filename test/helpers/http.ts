@@ -20,7 +20,7 @@ import type { DefaultPointType, PointType } from "../../src/domain/batch.js";
 import { Finalizer } from "../../src/worker/finalize.js";
 import { buildApp } from "../../src/http/app.js";
 import { createMetrics, type Metrics } from "../../src/metrics.js";
-import { createSqliteStore } from "../../src/store/sqlite/index.js";
+import { createSqliteStore } from "../../src/ledger/sqlite.js";
 import type { LedgerStore } from "../../src/store/store.js";
 import { NO_LOAD_SHEDDING } from "./process.js";
 

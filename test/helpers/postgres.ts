@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { AddressKey } from "../../src/domain/address.js";
-import { createPostgresStore, type PostgresOptions } from "../../src/store/postgres/index.js";
+import { createPostgresStore, type PostgresOptions } from "../../src/ledger/postgres.js";
 import type { LedgerStore } from "../../src/store/store.js";
 
 /**

@@ -4,19 +4,10 @@ import type { DefaultPointType, PointType } from "../../domain/batch.js";
 import type { BalanceChange } from "../../domain/transitions.js";
 import type { Io, Out } from "./io.js";
 import type { StoredBatch } from "./batches.js";
-import type { CreditResult, NewCredit } from "./credits.js";
+import type { AssetEarnings, CreditResult, NewCredit } from "./credits.js";
 
 /** One balance per point type asked for (getBalances). */
 export type Balances<T extends PointType = DefaultPointType> = Record<T, Balance>;
-
-/** The credits of one point type that named one asset: summed, and the highest block they named. */
-export interface AssetEarnings {
-  pointType: PointType;
-  asset: string;
-  earnedCumulative: bigint;
-  /** 0 when none of them named a block. */
-  earnedCumulativeBlock: number;
-}
 
 /** Credits and balances as the HTTP layer reads and writes them (accounts.ts, credits.ts, point-types.ts of each adapter). */
 export interface AccountsStore {

@@ -1,7 +1,15 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import type { AssetEarnings } from "./accounts.js";
 import type { Io, Out } from "./io.js";
+
+/** The credits of one point type that named one asset: summed, and the highest block they named. */
+export interface AssetEarnings {
+  pointType: PointType;
+  asset: string;
+  earnedCumulative: bigint;
+  /** 0 when none of them named a block. */
+  earnedCumulativeBlock: number;
+}
 
 export interface NewCredit {
   address: AddressKey;

@@ -1,5 +1,4 @@
-import { ledgerOperations } from "../../ledger/index.js";
-import type { LedgerStore } from "../store.js";
+import type { LedgerFlows, LedgerStore } from "../store.js";
 import { accounts } from "./accounts.js";
 import { auth } from "./auth.js";
 import { batches } from "./batches.js";
@@ -19,13 +18,14 @@ export type { PostgresOptions } from "./db.js";
  * The shared PostgreSQL adapter: any number of processes may use one database. Every operation
  * that touches balances is one transaction whose row locks (or guarded UPDATEs) keep concurrent
  * requests from interleaving badly; driver failures leave as StoreUnavailableError (503).
+ * `flows` are the ledger's operations (src/ledger/), given by the composer (src/ledger/postgres.ts).
  */
-export function createPostgresStore(options: PostgresOptions): LedgerStore {
+export function postgresStore(options: PostgresOptions, flows: LedgerFlows): LedgerStore {
   const pool = createPool(options);
   const run = <T>(work: () => Promise<T>) => guard(pool, work);
   let closing: Promise<void> | null = null;
   // The flows (src/ledger/) run over it with awaits, each transaction on one pooled client.
-  const ledger = ledgerOperations(postgresLedger(pool));
+  const ledger = flows(postgresLedger(pool));
   return {
     kind: "postgres",
     migrate: () => run(() => migrate(pool)),

@@ -1,6 +1,6 @@
 import type { PointType } from "../../domain/batch.js";
 import type { AddressKey } from "../../domain/address.js";
-import type { AssetEarnings } from "../ports/accounts.js";
+import type { AssetEarnings } from "../ports/credits.js";
 import type { CreditsPort, NewCredit, StoredCredit } from "../ports/credits.js";
 import { creditColumns } from "../rows.js";
 import { fromPair, statement, toNullableNumber, toNumber, toPair, type SqliteDb } from "./db.js";

@@ -1,5 +1,4 @@
-import { ledgerOperations } from "../../ledger/index.js";
-import type { LedgerStore } from "../store.js";
+import type { LedgerFlows, LedgerStore } from "../store.js";
 import { accounts } from "./accounts.js";
 import { auth } from "./auth.js";
 import { batches } from "./batches.js";
@@ -19,14 +18,15 @@ import { webhookOperations } from "./webhooks.js";
  * completion inside one transaction without interleaving; one process is the only writer.
  * Every operation's SQLite errors leave translated (db.ts toStoreError): a full disk, a read-only
  * file or a held lock is StoreUnavailableError, which the HTTP layer answers 503 + Retry-After.
+ * `flows` are the ledger's operations (src/ledger/), given by the composer (src/ledger/sqlite.ts).
  */
-export function createSqliteStore(options: SqliteOptions): LedgerStore {
+export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerStore {
   let db = openDatabase(options);
   const probeWrites = cachedWriteProbe(options.path);
   const recovery = new ReadOnlyRecovery(options);
   const committed = new CommittedEvents();
   // The flows (src/ledger/) run synchronously over it: each one whole inside one transaction.
-  const ledger = ledgerOperations(sqliteLedger(() => db));
+  const ledger = flows(sqliteLedger(() => db));
   const store: LedgerStore = {
     kind: "sqlite",
     ...ledger,

@@ -1,8 +1,8 @@
 import type { Config } from "../config.js";
-import { createSqliteStore } from "./sqlite/index.js";
-import type { LedgerStore } from "./store.js";
+import type { LedgerStore } from "../store/store.js";
+import { createSqliteStore } from "./sqlite.js";
 
-/** Picks the adapter from DATABASE_URL: `sqlite:<path>` or `postgres://…`. */
+/** Picks the adapter from DATABASE_URL: `sqlite:<path>` or `postgres://…` (PostgreSQL's driver is loaded only then). */
 export async function openStore(
   config: Pick<Config, "databaseUrl" | "sqliteSynchronous" | "pgPoolSize" | "pgStatementTimeoutMs">,
 ): Promise<LedgerStore> {
@@ -10,7 +10,7 @@ export async function openStore(
   if (url.startsWith("sqlite:")) {
     return createSqliteStore({ path: url.slice("sqlite:".length), synchronous: config.sqliteSynchronous });
   }
-  const { createPostgresStore } = await import("./postgres/index.js");
+  const { createPostgresStore } = await import("./postgres.js");
   return createPostgresStore({
     connectionString: url,
     poolSize: config.pgPoolSize,
