@@ -24,6 +24,9 @@ import {
   type TestLedger,
 } from "./helpers/http.js";
 
+/** How long a PostgreSQL read may wait for the newest events to be listed (readAllOnce). */
+const VISIBLE_WITHIN_MS = 10_000;
+
 /**
  * The event log's reading side through the real app, one suite for both adapters: every
  * transition appears once with its type, stream and data; paging, filters, errors, retention and
@@ -81,6 +84,20 @@ async function readAll(
     if (!body.hasMore) return { events, cursor };
   }
   throw new Error("paging did not end");
+}
+
+/**
+ * readAll once `count` events are listed. On PostgreSQL an event is listed once every older
+ * transaction of the database has ended (src/store/postgres/events.ts): another suite's open
+ * transaction can hold the newest back for a moment, so wait for them (bounded) before paging.
+ */
+async function readAllOnce(send: Send, base: string, token: string, count: number): Promise<{ events: EventJson[]; cursor: string }> {
+  const deadlineMs = Date.now() + VISIBLE_WITHIN_MS;
+  for (;;) {
+    const all = await readAll(send, base, token, 1000);
+    if (all.events.length >= count || Date.now() > deadlineMs) return all;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The app over a fresh store, at a manual clock, with one contract signed in and credited. */
@@ -244,7 +261,7 @@ export function describeEventsApi(adapter: string, openStore: () => Promise<Fres
               (await ledger.send({ method: "DELETE", url: `/v1/contracts/${ledger.contract}/batches/b${i}`, token: ledger.token })).status,
             ).toBe(200);
         }
-        const whole = await readAll(ledger.send, eventsUrl, ledger.token, 1000);
+        const whole = await readAllOnce(ledger.send, eventsUrl, ledger.token, 2 + 7 + 4);
         expect(whole.events.length).toBe(2 + 7 + 4);
         for (let limit = 1; limit <= whole.events.length; limit++) {
           const paged = await readAll(ledger.send, eventsUrl, ledger.token, limit);
