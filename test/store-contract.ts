@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { SYSTEM_ACTOR } from "../src/domain/api-keys.js";
 import { getAddress } from "viem";
 import { afterAll, describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
@@ -317,6 +318,8 @@ function submitTests({ store, freshWindow }: Fixture): void {
         updatedAtMs: null,
         finalizedAtMs: null,
         cancelledAtMs: null,
+        submittedBy: SYSTEM_ACTOR,
+        cancelledBy: null,
       });
       const stored = await balanceOf(store, contract);
       expect(stored).toEqual(balance("10", "0", "0", "3.250000000001"));
@@ -549,7 +552,7 @@ function cancelTests({ store, freshWindow }: Fixture): void {
       expect(result).toEqual({
         kind: "cancelled",
         changed: true,
-        batch: { ...batch, status: "CANCELLED", updatedAtMs: cancelAtMs, cancelledAtMs: cancelAtMs },
+        batch: { ...batch, status: "CANCELLED", updatedAtMs: cancelAtMs, cancelledAtMs: cancelAtMs, cancelledBy: SYSTEM_ACTOR },
       });
       expect(await balanceOf(store, contract)).toEqual(balance("10", "0", "0", "0"));
       expect(await statusOf(store, contract, batch.batchId)).toBe("CANCELLED");
