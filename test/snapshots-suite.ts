@@ -564,7 +564,14 @@ export function describeSnapshotBuildCleanup(
     /** A build of snapshot `id` over the S3 holdings, as takeSnapshot makes it (in memory, nothing stored). */
     async function realBuild(id: string, atMs: number): Promise<NewSnapshot> {
       const read = await fixture.store.readSnapshotHoldings("S3", "available");
-      return buildSnapshot({ id, pointType: "S3", measure: "available", decimals: 18 }, atMs, read.addresses, read.units, () => atMs, ADMIN_ACTOR);
+      return buildSnapshot(
+        { id, pointType: "S3", measure: "available", decimals: 18 },
+        atMs,
+        read.addresses,
+        read.units,
+        () => atMs,
+        ADMIN_ACTOR,
+      );
     }
 
     async function expectProofServed(id: string): Promise<void> {

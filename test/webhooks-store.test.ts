@@ -271,7 +271,10 @@ function webhooksStoreSuite(name: string, open: () => Promise<Fixture | null>): 
       const thirdEndMs = secondEndMs + 2000 + 15_000;
       expect(await mine(thirdEndMs + 1)).toEqual([]);
       // An operator's test ends the backoff at once, still one send at a time.
-      expect((await store.createTestDelivery(contract, id, webhookTest(contract, id, thirdEndMs + 1, operatorActor(contract)), thirdEndMs + 1)).kind).toBe("done");
+      expect(
+        (await store.createTestDelivery(contract, id, webhookTest(contract, id, thirdEndMs + 1, operatorActor(contract)), thirdEndMs + 1))
+          .kind,
+      ).toBe("done");
       const tested = await mine(thirdEndMs + 1);
       expect(tested).toHaveLength(1);
       // An answer (even an error status) ends the slowdown: up to the full per-endpoint cap again.

@@ -74,10 +74,7 @@ export interface Batch {
  * the administrator, or the service itself (finalization).
  */
 export type Actor =
-  | { type: "operator"; address: Address }
-  | { type: "api_key"; id: string; name: string }
-  | { type: "admin" }
-  | { type: "system" };
+  { type: "operator"; address: Address } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };
 
 export interface BatchWithTransfers extends Batch {
   transfers: { toAddress: Address; points: Points }[];

@@ -36,7 +36,8 @@ export function storedActor(value: unknown): Actor {
   const stored = (typeof value === "string" ? JSON.parse(value) : value) as Partial<Record<string, unknown>> | null;
   const type = stored?.type;
   if (type === "operator" && typeof stored?.address === "string") return { type, address: stored.address as AddressKey };
-  if (type === "api_key" && typeof stored?.id === "string" && typeof stored.name === "string") return { type, id: stored.id, name: stored.name };
+  if (type === "api_key" && typeof stored?.id === "string" && typeof stored.name === "string")
+    return { type, id: stored.id, name: stored.name };
   if (type === "admin" || type === "system") return { type };
   throw new InvariantViolation(`a stored actor has an unknown shape: ${JSON.stringify(value)}`);
 }

@@ -20,7 +20,8 @@ export type LedgerOperations = Pick<LedgerStore, "submitBatch" | "cancelBatch" |
 export function ledgerOperations<Db>(database: LedgerDatabase<Db>): LedgerOperations {
   return {
     submitBatch: async (batch, submittedBy = SYSTEM_ACTOR) => submitBatch(database, batch, submittedBy),
-    cancelBatch: async (contract, batchId, nowMs, cancelledBy = SYSTEM_ACTOR) => cancelBatch(database, contract, batchId, nowMs, cancelledBy),
+    cancelBatch: async (contract, batchId, nowMs, cancelledBy = SYSTEM_ACTOR) =>
+      cancelBatch(database, contract, batchId, nowMs, cancelledBy),
     finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(database, nowMs, limit, onFailure),
     credit: async (newCredit, actor = SYSTEM_ACTOR) => credit(database, newCredit, actor),
     setOperator: async (contract, operator, nowMs, actor = SYSTEM_ACTOR) => setOperator(database, contract, operator, nowMs, actor),

@@ -39,7 +39,12 @@ export function snapshotAdminRoutes(fastify: FastifyInstance, ctx: AppContext): 
     async (request) => {
       const { snapshotId } = request.params;
       const { pointType, measure = "available", decimals = SNAPSHOT_DECIMALS_DEFAULT } = request.body;
-      const result = await takeSnapshot(ctx.store, { id: snapshotId, pointType, measure, decimals }, () => ctx.clock.now(), actorOf(request));
+      const result = await takeSnapshot(
+        ctx.store,
+        { id: snapshotId, pointType, measure, decimals },
+        () => ctx.clock.now(),
+        actorOf(request),
+      );
       if (result.kind === "exists") {
         throw new ApiError("SNAPSHOT_ID_EXISTS", alreadyExistsMessage("snapshot", snapshotId), {
           snapshotId,

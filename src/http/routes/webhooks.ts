@@ -220,7 +220,12 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
       const contract: AddressKey = request.grant!.contract;
       const { endpointId } = request.params;
       const nowMs = ctx.clock.now();
-      const operation = await ctx.store.createTestDelivery(contract, endpointId, webhookTest(contract, endpointId, nowMs, actorOf(request)), nowMs);
+      const operation = await ctx.store.createTestDelivery(
+        contract,
+        endpointId,
+        webhookTest(contract, endpointId, nowMs, actorOf(request)),
+        nowMs,
+      );
       return { success: true as const, deliveryId: operationValue(operation, endpointId) };
     },
   );
