@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { SYSTEM_ACTOR } from "../src/domain/api-keys.js";
+import { ADMIN_ACTOR, operatorActor } from "../src/domain/actors.js";
+import { SYSTEM_ACTOR, type Actor } from "../src/domain/api-keys.js";
 import { getAddress } from "viem";
 import { afterAll, describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
@@ -544,6 +545,29 @@ function cancelTests({ store, freshWindow }: Fixture): void {
       const batch = await submitAccepted(store, batchOf(contract, [[randomAddress(), "4"]], now, { secondsToFinalize: 60 }));
       return { contract, batch, now };
     }
+
+    it("stores who submitted and who cancelled with the change, on the batch and its events; a repeated cancel keeps the first canceller", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const key: Actor = { type: "api_key", id: "key_1", name: "nightly “payouts”" };
+      const operator = operatorActor(contract);
+      const submitted = await store.submitBatch(batchOf(contract, [[randomAddress(), "4"]], now, { secondsToFinalize: 60 }), key);
+      if (submitted.kind !== "accepted") throw new Error(`expected accepted, got ${submitted.kind}`);
+      expect([submitted.batch.submittedBy, submitted.batch.cancelledBy]).toEqual([key, null]);
+      const { batchId } = submitted.batch;
+      expect(await store.cancelBatch(contract, batchId, now + 1, operator)).toMatchObject({
+        batch: { submittedBy: key, cancelledBy: operator },
+      });
+      expect(await store.cancelBatch(contract, batchId, now + 2, ADMIN_ACTOR)).toMatchObject({ changed: false });
+      const stored = await store.getBatch(contract, batchId);
+      expect([stored?.submittedBy, stored?.cancelledBy]).toEqual([key, operator]);
+      const events = (await readStream(store, contract, 100)).filter((e) => e.event.type.startsWith("batch."));
+      expect(events.map((e) => [e.event.type, e.event.actor])).toEqual([
+        ["batch.accepted", key],
+        ["batch.cancelled", operator],
+      ]);
+    });
 
     it("cancels a PENDING batch before finalizeAt and releases its reservation", async () => {
       const { contract, batch, now } = await pendingBatch();
