@@ -1,3 +1,4 @@
+import { ADMIN_ACTOR } from "../src/domain/actors.js";
 import Database from "better-sqlite3";
 import { mkdtempSync, rmSync } from "node:fs";
 import os, { tmpdir } from "node:os";
@@ -77,7 +78,9 @@ async function measure(store: LedgerStore, url: string, count: number, db: strin
   await fill(url, count);
   const fillSeconds = Math.round((performance.now() - fillStarted) / 100) / 10;
   const rssBeforeMb = mb(process.memoryUsage.rss());
-  const take = await timed(() => takeSnapshot(store, { id: "bench", pointType: POINT_TYPE, measure: "available", decimals: 18 }, Date.now));
+  const take = await timed(() =>
+    takeSnapshot(store, { id: "bench", pointType: POINT_TYPE, measure: "available", decimals: 18 }, Date.now, ADMIN_ACTOR),
+  );
   if (take.value.kind !== "created") throw new Error(`snapshot not created: ${take.value.kind}`);
   const snapshot = take.value.snapshot;
   const someone =

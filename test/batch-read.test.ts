@@ -44,6 +44,8 @@ const BATCH_KEYS = [
   "updatedAt",
   "finalizedAt",
   "cancelledAt",
+  "submittedBy",
+  "cancelledBy",
   "transfers",
 ].sort();
 

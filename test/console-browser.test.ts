@@ -187,6 +187,11 @@ describe.skipIf(!HAVE_CHROMIUM)("the console in Chromium", () => {
     });
     const client = new PointsClient({ baseUrl: server.url, contractAddress: contract, operator: operatorKey });
     expect((await client.getBatch(firstId!)).status).toBe("CANCELLED");
+    // Who submitted and who cancelled: the signed-in operator, its address shortened.
+    await page.getByTestId("cancelled-by").waitFor({ timeout: WAIT_MS });
+    const byOperator = /^0x[0-9a-fA-F]{4}…[0-9a-fA-F]{4} \(operator\)$/;
+    expect(await page.getByTestId("submitted-by").innerText()).toMatch(byOperator);
+    expect(await page.getByTestId("cancelled-by").innerText()).toMatch(byOperator);
   });
 
   it("shows another batch finalize in the live feed, and the balances follow", async () => {
@@ -206,6 +211,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the console in Chromium", () => {
     expect(distributedBefore).toBe("0");
     await page.locator("li[data-event-type='batch.finalized']").first().waitFor({ timeout: WAIT_MS });
     expect(await page.locator("li[data-event-type='batch.finalized']").first().innerText()).toContain("quick-1");
+    expect(await page.locator("li[data-event-type='batch.finalized']").first().innerText()).toContain("by the service");
     await screenshots(page, "live-feed");
     await go(page, "#/overview", "Overview");
     await page.waitForFunction(

@@ -45,6 +45,7 @@ export interface EventJson {
   type: string;
   contractAddress: string | null;
   occurredAt: string;
+  actor: Record<string, unknown>;
   data: Record<string, unknown>;
 }
 interface EventPageJson {
@@ -104,7 +105,8 @@ async function readAllOnce(send: Send, base: string, token: string, count: numbe
 async function ledgerOver(fresh: FreshStore, clock: ManualClock): Promise<TestLedger> {
   await fresh.store.migrate();
   const adminToken = `admin-${randomUUID()}`;
-  const config = loadConfig({ ...TEST_ENV, ADMIN_TOKEN: adminToken, DATABASE_URL: fresh.databaseUrl });
+  // Private webhook URLs: the actor tests queue a webhook.test to a local address nobody sends to.
+  const config = loadConfig({ ...TEST_ENV, ADMIN_TOKEN: adminToken, DATABASE_URL: fresh.databaseUrl, WEBHOOK_ALLOW_PRIVATE_URLS: "true" });
   const metrics = createMetrics();
   const app = await buildApp({ config, store: fresh.store, clock, metrics, logger: false });
   const finalizer = new Finalizer(fresh.store, clock, { intervalMs: 1000, batchesPerPass: 50 }, metrics, app.log);
@@ -357,6 +359,112 @@ export function describeEventsApi(adapter: string, openStore: () => Promise<Fres
         expect(theirs.events[1]!.contractAddress).toBe(recipient.contract);
         const mine = await readAll(ledger.send, eventsUrl, ledger.token, 100);
         expect(mine.events.map((e) => e.type)).toEqual(["operator.changed", "credit.created"]);
+      });
+    });
+
+    describe("actors: who did what", () => {
+      const SYSTEM = { type: "system" };
+      const ADMIN = { type: "admin" };
+
+      it("names the operator on its batches' accepted and cancelled events, the system on finalization, the admin on credits and operator changes", async () => {
+        const operator = { type: "operator", address: ledger.operatorAccount.address };
+        const initial = await readAll(ledger.send, eventsUrl, ledger.token, 100);
+        expect(initial.events.map((e) => [e.type, e.actor])).toEqual([
+          ["operator.changed", ADMIN],
+          ["credit.created", ADMIN],
+        ]);
+        await putBatch(ledger.send, ledger, "kept", batchBody([{ toAddress: randomAddress(), points: "1" }], "PHASE2_POINTS", 1));
+        await putBatch(ledger.send, ledger, "dropped", batchBody([{ toAddress: randomAddress(), points: "1" }], "PHASE2_POINTS", 60));
+        const cancel = await ledger.send({
+          method: "DELETE",
+          url: `/v1/contracts/${ledger.contract}/batches/dropped`,
+          token: ledger.token,
+        });
+        expect(cancel.status, cancel.text).toBe(200);
+        expect((cancel.json as { batch: Record<string, unknown> }).batch).toMatchObject({ submittedBy: operator, cancelledBy: operator });
+        clock.advance(1000);
+        expect(await ledger.finalizeDue()).toBe(1);
+        const next = newAccount();
+        await registerOperator(ledger.send, ledger.adminToken, ledger.contract, next.address);
+
+        // The operator change revoked the contract's token: read as the admin, past the first two events.
+        const events = (await readAll(ledger.send, "/v1/admin/events", ledger.adminToken, 100)).events.slice(initial.events.length);
+        expect(events.map((e) => [e.type, e.actor])).toEqual([
+          ["batch.accepted", operator],
+          ["batch.accepted", operator],
+          ["batch.cancelled", operator],
+          ["batch.finalized", SYSTEM],
+          ["operator.changed", ADMIN],
+        ]);
+        // The Batch object inside each event says who submitted it, and who cancelled it once cancelled.
+        expect(
+          events
+            .slice(0, 4)
+            .map((e) => [(e.data.batch as { submittedBy: unknown }).submittedBy, (e.data.batch as { cancelledBy: unknown }).cancelledBy]),
+        ).toEqual([
+          [operator, null],
+          [operator, null],
+          [operator, operator],
+          [operator, null],
+        ]);
+        // Keys of the Event object in API.md's order.
+        expect(Object.keys(events[0]!)).toEqual(["id", "type", "contractAddress", "occurredAt", "actor", "data"]);
+      });
+
+      it("shows submittedBy and cancelledBy on every batch read, one batch or a page", async () => {
+        const operator = { type: "operator", address: ledger.operatorAccount.address };
+        await putBatch(ledger.send, ledger, "open", batchBody([{ toAddress: randomAddress(), points: "1" }]));
+        await putBatch(ledger.send, ledger, "closed", batchBody([{ toAddress: randomAddress(), points: "1" }]));
+        await ledger.send({ method: "DELETE", url: `/v1/contracts/${ledger.contract}/batches/closed`, token: ledger.token });
+        expect(await getBatchJson("open")).toMatchObject({ submittedBy: operator, cancelledBy: null });
+        expect(await getBatchJson("closed")).toMatchObject({ submittedBy: operator, cancelledBy: operator });
+        const list = await ledger.send({ method: "GET", url: `/v1/contracts/${ledger.contract}/batches?sort=ASC`, token: ledger.token });
+        expect(list.status, list.text).toBe(200);
+        const batches = (list.json as { batches: Record<string, unknown>[] }).batches;
+        expect(batches.map((b) => [b.id, b.submittedBy, b.cancelledBy])).toEqual([
+          ["open", operator, null],
+          ["closed", operator, operator],
+        ]);
+      });
+
+      it("names the admin on snapshot.created and the operator on webhook.test", async () => {
+        const snapshot = await ledger.send({
+          method: "PUT",
+          url: "/v1/admin/snapshots/season-1",
+          token: ledger.adminToken,
+          body: { pointType: "PHASE2_POINTS" },
+        });
+        expect(snapshot.status, snapshot.text).toBe(200);
+        const created = await page(ledger.send, "/v1/admin/events?types=snapshot.created", ledger.adminToken);
+        expect(created.events.map((e) => [e.type, e.actor])).toEqual([["snapshot.created", ADMIN]]);
+
+        const endpoint = await ledger.send({
+          method: "POST",
+          url: `/v1/contracts/${ledger.contract}/webhook-endpoints`,
+          token: ledger.token,
+          body: { url: "http://127.0.0.1:9/hook", types: ["batch.finalized"] },
+        });
+        expect(endpoint.status, endpoint.text).toBe(200);
+        const endpointId = (endpoint.json as { endpoint: { id: string } }).endpoint.id;
+        const test = await ledger.send({
+          method: "POST",
+          url: `/v1/contracts/${ledger.contract}/webhook-endpoints/${endpointId}/test`,
+          token: ledger.token,
+        });
+        expect(test.status, test.text).toBe(200);
+        // webhook.test is on no stream: its one delivery carries it.
+        const claimed = await ledger.store.claimDueDeliveries({
+          nowMs: clock.now(),
+          limit: 10,
+          perEndpointLimit: 10,
+          perContractLimit: 10,
+          leaseMs: 60_000,
+          excludeEndpointIds: [],
+        });
+        const payloads = claimed.map((delivery) => JSON.parse(delivery.payload) as EventJson);
+        expect(payloads.map((e) => [e.type, e.actor])).toEqual([
+          ["webhook.test", { type: "operator", address: ledger.operatorAccount.address }],
+        ]);
       });
     });
 

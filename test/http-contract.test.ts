@@ -48,6 +48,8 @@ const BATCH_KEYS = [
   "updatedAt",
   "finalizedAt",
   "cancelledAt",
+  "submittedBy",
+  "cancelledBy",
 ].sort();
 
 let ledger: TestLedger;
@@ -912,6 +914,8 @@ describe("GET one batch", () => {
       updatedAt: null,
       finalizedAt: null,
       cancelledAt: null,
+      submittedBy: { type: "operator", address: ledger.operatorAccount.address },
+      cancelledBy: null,
       transfers: spellings.map((toAddress, i) => ({
         toAddress: getAddress(toAddress.toLowerCase()),
         points: ["1.5", "2", "0.01", "100.000000000001", "3.25"][i],

@@ -276,6 +276,15 @@ describe("the CLI", () => {
       PHASE2_POINTS: { earnedCumulative: "10.5", available: "10.5" },
       PHASE2_GOLD: { earnedCumulative: "0.000001", available: "0.000001" },
     });
+    // The CLI works with the admin's authority: its operator change and credits name the admin.
+    const { events } = (await callOk(server.url, "GET", `/v1/contracts/${ledger.contract}/events`, token)) as {
+      events: { type: string; actor: unknown }[];
+    };
+    expect(events.map((e) => [e.type, e.actor])).toEqual([
+      ["operator.changed", { type: "admin" }],
+      ["credit.created", { type: "admin" }],
+      ["credit.created", { type: "admin" }],
+    ]);
     await callOk(server.url, "PUT", `/v1/contracts/${ledger.contract}/batches/cli-batch`, token, batchBody(["2.5"], 3600));
     expect((await servers.pop()!.kill("SIGTERM")).code).toBe(0);
 

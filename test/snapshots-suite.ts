@@ -5,6 +5,7 @@
  * values, and every proof is checked with its `verify`.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { ADMIN_ACTOR } from "../src/domain/actors.js";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { getAddress } from "viem";
 import pino from "pino";
@@ -563,7 +564,14 @@ export function describeSnapshotBuildCleanup(
     /** A build of snapshot `id` over the S3 holdings, as takeSnapshot makes it (in memory, nothing stored). */
     async function realBuild(id: string, atMs: number): Promise<NewSnapshot> {
       const read = await fixture.store.readSnapshotHoldings("S3", "available");
-      return buildSnapshot({ id, pointType: "S3", measure: "available", decimals: 18 }, atMs, read.addresses, read.units, () => atMs);
+      return buildSnapshot(
+        { id, pointType: "S3", measure: "available", decimals: 18 },
+        atMs,
+        read.addresses,
+        read.units,
+        () => atMs,
+        ADMIN_ACTOR,
+      );
     }
 
     async function expectProofServed(id: string): Promise<void> {
@@ -716,7 +724,7 @@ function syntheticBuild(id: string, leafChunks: number, nodeChunks: number, atMs
       text: "x".repeat(1000),
     })),
     nodeChunks: Array.from({ length: nodeChunks }, () => randomBytes(1024)),
-    event: snapshotCreated(snapshotJson(snapshot), atMs),
+    event: snapshotCreated(snapshotJson(snapshot), atMs, ADMIN_ACTOR),
   };
 }
 

@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { ADMIN_ACTOR, operatorActor } from "../src/domain/actors.js";
+import { SYSTEM_ACTOR, type Actor } from "../src/domain/api-keys.js";
 import { getAddress } from "viem";
 import { afterAll, describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
@@ -317,6 +319,8 @@ function submitTests({ store, freshWindow }: Fixture): void {
         updatedAtMs: null,
         finalizedAtMs: null,
         cancelledAtMs: null,
+        submittedBy: SYSTEM_ACTOR,
+        cancelledBy: null,
       });
       const stored = await balanceOf(store, contract);
       expect(stored).toEqual(balance("10", "0", "0", "3.250000000001"));
@@ -542,6 +546,29 @@ function cancelTests({ store, freshWindow }: Fixture): void {
       return { contract, batch, now };
     }
 
+    it("stores who submitted and who cancelled with the change, on the batch and its events; a repeated cancel keeps the first canceller", async () => {
+      const now = await freshWindow();
+      const contract = randomAddress();
+      await fund(store, contract, "PHASE2_POINTS", "10", now);
+      const key: Actor = { type: "api_key", id: "key_1", name: "nightly “payouts”" };
+      const operator = operatorActor(contract);
+      const submitted = await store.submitBatch(batchOf(contract, [[randomAddress(), "4"]], now, { secondsToFinalize: 60 }), key);
+      if (submitted.kind !== "accepted") throw new Error(`expected accepted, got ${submitted.kind}`);
+      expect([submitted.batch.submittedBy, submitted.batch.cancelledBy]).toEqual([key, null]);
+      const { batchId } = submitted.batch;
+      expect(await store.cancelBatch(contract, batchId, now + 1, operator)).toMatchObject({
+        batch: { submittedBy: key, cancelledBy: operator },
+      });
+      expect(await store.cancelBatch(contract, batchId, now + 2, ADMIN_ACTOR)).toMatchObject({ changed: false });
+      const stored = await store.getBatch(contract, batchId);
+      expect([stored?.submittedBy, stored?.cancelledBy]).toEqual([key, operator]);
+      const events = (await readStream(store, contract, 100)).filter((e) => e.event.type.startsWith("batch."));
+      expect(events.map((e) => [e.event.type, e.event.actor])).toEqual([
+        ["batch.accepted", key],
+        ["batch.cancelled", operator],
+      ]);
+    });
+
     it("cancels a PENDING batch before finalizeAt and releases its reservation", async () => {
       const { contract, batch, now } = await pendingBatch();
       const cancelAtMs = batch.finalizeAtMs - 1;
@@ -549,7 +576,7 @@ function cancelTests({ store, freshWindow }: Fixture): void {
       expect(result).toEqual({
         kind: "cancelled",
         changed: true,
-        batch: { ...batch, status: "CANCELLED", updatedAtMs: cancelAtMs, cancelledAtMs: cancelAtMs },
+        batch: { ...batch, status: "CANCELLED", updatedAtMs: cancelAtMs, cancelledAtMs: cancelAtMs, cancelledBy: SYSTEM_ACTOR },
       });
       expect(await balanceOf(store, contract)).toEqual(balance("10", "0", "0", "0"));
       expect(await statusOf(store, contract, batch.batchId)).toBe("CANCELLED");

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { operatorActor } from "../src/domain/actors.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
@@ -59,7 +60,12 @@ async function endpointOf(store: LedgerStore, contract: AddressKey, url: string)
 }
 
 async function testDelivery(store: LedgerStore, contract: AddressKey, endpointId: string): Promise<void> {
-  const made = await store.createTestDelivery(contract, endpointId, webhookTest(contract, endpointId, Date.now()), Date.now());
+  const made = await store.createTestDelivery(
+    contract,
+    endpointId,
+    webhookTest(contract, endpointId, Date.now(), operatorActor(contract)),
+    Date.now(),
+  );
   if (made.kind !== "done") throw new Error("test delivery not made");
 }
 

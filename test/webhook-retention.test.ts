@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { ADMIN_ACTOR } from "../src/domain/actors.js";
 import pino from "pino";
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -61,7 +62,7 @@ interface Fixture {
 }
 
 function credit(address: AddressKey, atMs: number): LedgerEvent {
-  return creditCreated({ address, creditId: randomUUID(), pointType: "PHASE2_POINTS", amount: 1n }, atMs);
+  return creditCreated({ address, creditId: randomUUID(), pointType: "PHASE2_POINTS", amount: 1n }, atMs, ADMIN_ACTOR);
 }
 
 /** Creates a delivery at `atMs` and finishes it at once (SUCCEEDED). */

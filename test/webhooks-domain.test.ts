@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { ADMIN_ACTOR, operatorActor } from "../src/domain/actors.js";
 import type { AddressKey } from "../src/domain/address.js";
 import { operatorChanged, webhookTest } from "../src/domain/events.js";
 import {
@@ -40,8 +41,8 @@ function outcome(status: AttemptOutcome["status"], statusCode: number | null, ti
 
 describe("the fan-out rule", () => {
   it("delivers stream events of a contract's stream, to endpoints subscribed to every type or to that one", () => {
-    expect(fansOut(operatorChanged(CONTRACT, OPERATOR, null, 1))).toBe(true);
-    expect(fansOut(webhookTest(CONTRACT, endpoint.id, 1))).toBe(false);
+    expect(fansOut(operatorChanged(CONTRACT, OPERATOR, null, 1, ADMIN_ACTOR))).toBe(true);
+    expect(fansOut(webhookTest(CONTRACT, endpoint.id, 1, operatorActor(OPERATOR)))).toBe(false);
     expect(subscribes(null, "batch.accepted")).toBe(true);
     expect(subscribes(["batch.finalized"], "batch.accepted")).toBe(false);
     expect(subscribes(["batch.finalized", "batch.accepted"], "batch.accepted")).toBe(true);

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { ADMIN_ACTOR, operatorActor } from "../src/domain/actors.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -45,7 +46,7 @@ function endpoint(contract: AddressKey, overrides: Partial<NewWebhookEndpoint> =
 }
 
 function credit(address: AddressKey, atMs = T0_MS): LedgerEvent {
-  return creditCreated({ address, creditId: randomUUID(), pointType: "PHASE2_POINTS", amount: 1n }, atMs);
+  return creditCreated({ address, creditId: randomUUID(), pointType: "PHASE2_POINTS", amount: 1n }, atMs, ADMIN_ACTOR);
 }
 
 function claim(nowMs: number, overrides: Partial<DeliveryClaim> = {}): DeliveryClaim {
@@ -89,7 +90,7 @@ function webhooksStoreSuite(name: string, open: () => Promise<Fixture | null>): 
       await store.updateWebhookEndpoint(contract, off, { disabled: true, disabledReason: "test" }, T0_MS);
       const elsewhere = await created(store, endpoint(randomAddress()));
       const event = credit(contract);
-      await emit([event, { ...credit(contract), stream: null }, webhookTest(contract, all, T0_MS)], T0_MS);
+      await emit([event, { ...credit(contract), stream: null }, webhookTest(contract, all, T0_MS, operatorActor(contract))], T0_MS);
       await emit([event], T0_MS);
       const page = await store.listDeliveries(contract, all, { limit: 10 });
       expect(page!.deliveries).toHaveLength(1);
@@ -270,7 +271,10 @@ function webhooksStoreSuite(name: string, open: () => Promise<Fixture | null>): 
       const thirdEndMs = secondEndMs + 2000 + 15_000;
       expect(await mine(thirdEndMs + 1)).toEqual([]);
       // An operator's test ends the backoff at once, still one send at a time.
-      expect((await store.createTestDelivery(contract, id, webhookTest(contract, id, thirdEndMs + 1), thirdEndMs + 1)).kind).toBe("done");
+      expect(
+        (await store.createTestDelivery(contract, id, webhookTest(contract, id, thirdEndMs + 1, operatorActor(contract)), thirdEndMs + 1))
+          .kind,
+      ).toBe("done");
       const tested = await mine(thirdEndMs + 1);
       expect(tested).toHaveLength(1);
       // An answer (even an error status) ends the slowdown: up to the full per-endpoint cap again.

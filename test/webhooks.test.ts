@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { ADMIN_ACTOR } from "../src/domain/actors.js";
 import { randomUUID } from "node:crypto";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -83,6 +84,7 @@ function emit(contract: string, count = 1): LedgerEvent[] {
     creditCreated(
       { address: contract.toLowerCase() as AddressKey, creditId: randomUUID(), pointType: "PHASE2_POINTS", amount: 10n ** 12n },
       Date.now(),
+      ADMIN_ACTOR,
     ),
   );
   raw.transaction(() => fanOutDeliveries(raw, events, Date.now())).immediate();

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { SYSTEM_ACTOR } from "../src/domain/api-keys.js";
 import { expect } from "vitest";
 import type { ManualClock } from "../src/clock.js";
 import type { AddressKey } from "../src/domain/address.js";
@@ -480,6 +481,9 @@ function storedShape(batch: ModelBatch): Batch {
     updatedAtMs: batch.updatedAtMs,
     finalizedAtMs: batch.finalizedAtMs,
     cancelledAtMs: batch.cancelledAtMs,
+    // The workload drives the store naming no actor: the service itself.
+    submittedBy: SYSTEM_ACTOR,
+    cancelledBy: batch.status === "CANCELLED" ? SYSTEM_ACTOR : null,
   };
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Config } from "../config.js";
+import { ADMIN_ACTOR } from "../domain/actors.js";
 import { checksumAddress } from "../domain/address.js";
 import { ASSET_PATTERN, MAX_BLOCK } from "../domain/batch.js";
 import { alreadyExistsMessage } from "../domain/messages.js";
@@ -89,7 +90,8 @@ const operator: Command = async (args, _options, config) => {
   const contract = requireAddress(argument(args, 1, "contract"), "contract");
   const operatorAddress = requireAddress(argument(args, 2, "operator"), "operator");
   return withStore(config(), async (store) => {
-    await store.setOperator(contract, operatorAddress, Date.now());
+    // The CLI works on the database with the admin's authority, as the admin API does.
+    await store.setOperator(contract, operatorAddress, Date.now(), ADMIN_ACTOR);
     console.log(`operator of ${checksumAddress(contract)} is ${checksumAddress(operatorAddress)}`);
     return 0;
   });
@@ -116,7 +118,7 @@ const credit: Command = async (args, options, config) => {
   const source = creditSource(options);
   const creditId = options.id ?? randomUUID();
   return withStore(settings, async (store) => {
-    const result = await store.credit({ address, creditId, pointType, amount, createdAtMs: Date.now(), ...source });
+    const result = await store.credit({ address, creditId, pointType, amount, createdAtMs: Date.now(), ...source }, ADMIN_ACTOR);
     if (result.kind === "credited") console.log(`credited ${args[2]} ${pointType} to ${checksumAddress(address)} (creditId ${creditId})`);
     else if (result.kind === "exists") console.log(`${alreadyExistsMessage("credit", creditId)} (matches: ${result.matchesRequest})`);
     else console.log(`refused: the total supply of ${pointType} (all credits together) would pass 10^18 points`);

@@ -11,6 +11,7 @@ import {
   snapshotJson,
   type SnapshotMeasure,
 } from "../domain/snapshot.js";
+import { ADMIN_ACTOR } from "../domain/actors.js";
 import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage, oneOfMessage } from "../domain/messages.js";
 import { requireAddress } from "../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../snapshots/snapshots.js";
@@ -84,7 +85,7 @@ export async function snapshotCommand(argv: string[], config: () => Config): Pro
     case "take": {
       const request = { id: snapshotIdOf(id), ...takeOptions(values, settings) };
       return withStore(settings, async (store) => {
-        const result = await takeSnapshot(store, request, Date.now);
+        const result = await takeSnapshot(store, request, Date.now, ADMIN_ACTOR);
         if (result.kind === "empty") {
           console.error(emptySnapshotMessage(request.measure, request.pointType));
           return 1;

@@ -63,7 +63,18 @@ export interface Batch {
   updatedAt: string | null;
   finalizedAt: string | null;
   cancelledAt: string | null;
+  /** Who submitted it. */
+  submittedBy: Actor;
+  /** Who cancelled it; null until it is cancelled. */
+  cancelledBy: Actor | null;
 }
+
+/**
+ * Who caused a change (docs/api.md Events, actor): an operator signed in with its key, an API key,
+ * the administrator, or the service itself (finalization).
+ */
+export type Actor =
+  { type: "operator"; address: Address } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };
 
 export interface BatchWithTransfers extends Batch {
   transfers: { toAddress: Address; points: Points }[];
@@ -140,6 +151,8 @@ export type LedgerEvent = {
     /** The stream's address (the contract, or the credited address); null for admin-only events. */
     contractAddress: Address | null;
     occurredAt: string;
+    /** Who caused it. */
+    actor: Actor;
     data: EventDataByType[T];
   };
 }[EventType];

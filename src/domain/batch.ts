@@ -1,4 +1,5 @@
 import type { AddressKey } from "./address.js";
+import type { Actor } from "./api-keys.js";
 
 /**
  * A point type is configuration (POINT_TYPES, src/config.ts): the service knows no names of its
@@ -55,6 +56,10 @@ export interface Batch {
   updatedAtMs: number | null;
   finalizedAtMs: number | null;
   cancelledAtMs: number | null;
+  /** Who submitted it (API.md Events, actor). */
+  submittedBy: Actor;
+  /** Who cancelled it; null until it is cancelled. */
+  cancelledBy: Actor | null;
 }
 
 export interface BatchWithTransfers extends Batch {

@@ -1,4 +1,6 @@
 import { checksumAddress, type AddressKey } from "./address.js";
+import { actorJson } from "./actors.js";
+import { SYSTEM_ACTOR, type Actor } from "./api-keys.js";
 import type { Batch, PointType } from "./batch.js";
 import { batchJson, isoTime, type BatchJson } from "./json.js";
 import { formatPoints } from "./points.js";
@@ -40,6 +42,8 @@ export interface LedgerEvent<T extends EventType = EventType> {
   type: T;
   stream: AddressKey | null;
   occurredAtMs: number;
+  /** Who caused it (API.md Events): stored beside the event, in the change's transaction. */
+  actor: Actor;
   data: EventDataByType[T];
 }
 
@@ -48,8 +52,14 @@ export function newEventId(): string {
   return `evt_${globalThis.crypto.randomUUID().replaceAll("-", "")}`;
 }
 
-function event<T extends EventType>(type: T, stream: AddressKey | null, occurredAtMs: number, data: EventDataByType[T]): LedgerEvent<T> {
-  return { id: newEventId(), type, stream, occurredAtMs, data };
+function event<T extends EventType>(
+  type: T,
+  stream: AddressKey | null,
+  occurredAtMs: number,
+  actor: Actor,
+  data: EventDataByType[T],
+): LedgerEvent<T> {
+  return { id: newEventId(), type, stream, occurredAtMs, actor, data };
 }
 
 /** batch.accepted, batch.cancelled or batch.finalized: the batch as it is after the change, on its contract's stream. */
@@ -57,8 +67,9 @@ export function batchEvent(
   type: "batch.accepted" | "batch.cancelled" | "batch.finalized",
   batch: Batch,
   occurredAtMs: number,
+  actor: Actor,
 ): LedgerEvent {
-  return event(type, batch.contract, occurredAtMs, { batch: batchJson(batch) });
+  return event(type, batch.contract, occurredAtMs, actor, { batch: batchJson(batch) });
 }
 
 export interface CreditFacts {
@@ -70,8 +81,8 @@ export interface CreditFacts {
   block?: number | null;
 }
 
-export function creditCreated(credit: CreditFacts, occurredAtMs: number): LedgerEvent<"credit.created"> {
-  return event("credit.created", credit.address, occurredAtMs, {
+export function creditCreated(credit: CreditFacts, occurredAtMs: number, actor: Actor): LedgerEvent<"credit.created"> {
+  return event("credit.created", credit.address, occurredAtMs, actor, {
     creditId: credit.creditId,
     pointType: credit.pointType,
     points: formatPoints(credit.amount),
@@ -85,29 +96,45 @@ export function operatorChanged(
   operator: AddressKey,
   previous: AddressKey | null,
   occurredAtMs: number,
+  actor: Actor,
 ): LedgerEvent<"operator.changed"> {
-  return event("operator.changed", contract, occurredAtMs, {
+  return event("operator.changed", contract, occurredAtMs, actor, {
     operatorAddress: checksumAddress(operator),
     previousOperatorAddress: previous === null ? null : checksumAddress(previous),
   });
 }
 
-export function webhookTest(contract: AddressKey, endpointId: string, occurredAtMs: number): LedgerEvent<"webhook.test"> {
-  return event("webhook.test", contract, occurredAtMs, { endpointId });
+export function webhookTest(contract: AddressKey, endpointId: string, occurredAtMs: number, actor: Actor): LedgerEvent<"webhook.test"> {
+  return event("webhook.test", contract, occurredAtMs, actor, { endpointId });
 }
 
 /** snapshot.created: on the admin stream only (stream null), appended in the transaction that stores the snapshot. */
-export function snapshotCreated(snapshot: Record<string, unknown>, occurredAtMs: number): LedgerEvent<"snapshot.created"> {
-  return event("snapshot.created", null, occurredAtMs, { snapshot });
+export function snapshotCreated(snapshot: Record<string, unknown>, occurredAtMs: number, actor: Actor): LedgerEvent<"snapshot.created"> {
+  return event("snapshot.created", null, occurredAtMs, actor, { snapshot });
 }
 
-/** The Event object of docs/api.md: `{id, type, contractAddress, occurredAt, data}`. */
+/** The Event object of API.md: `{id, type, contractAddress, occurredAt, actor, data}`. */
 export function eventJson(stored: LedgerEvent) {
   return {
     id: stored.id,
     type: stored.type,
     contractAddress: stored.stream === null ? null : checksumAddress(stored.stream),
     occurredAt: isoTime(stored.occurredAtMs),
+    actor: actorJson(stored.actor),
     data: stored.data,
   };
+}
+
+/**
+ * A stored event's data as readers get it. The Batch object of a batch event written before
+ * actors were recorded (SQLite schema 12, PostgreSQL 10) has no submittedBy / cancelledBy: it
+ * gets what those migrations gave its batch, the system actor (cancelledBy only once cancelled),
+ * here at reading rather than by rewriting every retained event in the migration.
+ */
+export function upgradedEventData(type: EventType, data: LedgerEvent["data"]): LedgerEvent["data"] {
+  if (type !== "batch.accepted" && type !== "batch.cancelled" && type !== "batch.finalized") return data;
+  const batch = (data as EventDataByType["batch.accepted"]).batch;
+  if (batch.submittedBy !== undefined) return data;
+  const system = actorJson(SYSTEM_ACTOR);
+  return { batch: { ...batch, submittedBy: system, cancelledBy: batch.status === "CANCELLED" ? system : null } };
 }

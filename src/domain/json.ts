@@ -1,4 +1,5 @@
 import { checksumAddress } from "./address.js";
+import { actorJson } from "./actors.js";
 import type { Batch } from "./batch.js";
 import { formatPoints } from "./points.js";
 
@@ -31,5 +32,7 @@ export function batchJson(batch: Batch) {
     updatedAt: isoOrNull(batch.updatedAtMs),
     finalizedAt: isoOrNull(batch.finalizedAtMs),
     cancelledAt: isoOrNull(batch.cancelledAtMs),
+    submittedBy: actorJson(batch.submittedBy),
+    cancelledBy: batch.cancelledBy === null ? null : actorJson(batch.cancelledBy),
   };
 }

@@ -1,4 +1,5 @@
 import type { AddressKey } from "./address.js";
+import { SYSTEM_ACTOR, type Actor } from "./api-keys.js";
 import { availableOf, type Balance } from "./balance.js";
 import type { Batch, NewBatch } from "./batch.js";
 import { assertInvariant } from "./errors.js";
@@ -32,21 +33,21 @@ export type SubmitTransition =
   | { kind: "insufficient"; available: bigint; requested: bigint }
   | { kind: "accepted"; batch: Batch; senderChange: BalanceChange; events: LedgerEvent[] };
 
-/** submit: the total must fit the sender's available balance; it moves into pendingSent at once. */
-export function submitTransition(batch: NewBatch, sender: Balance): SubmitTransition {
+/** submit by `submittedBy`: the total must fit the sender's available balance; it moves into pendingSent at once. */
+export function submitTransition(batch: NewBatch, sender: Balance, submittedBy: Actor): SubmitTransition {
   const available = availableOf(sender);
   if (available < batch.total) return { kind: "insufficient", available, requested: batch.total };
-  const accepted = acceptedBatch(batch);
+  const accepted = acceptedBatch(batch, submittedBy);
   return {
     kind: "accepted",
     batch: accepted,
     senderChange: { pendingSent: batch.total },
-    events: [batchEvent("batch.accepted", accepted, batch.createdAtMs)],
+    events: [batchEvent("batch.accepted", accepted, batch.createdAtMs, submittedBy)],
   };
 }
 
 /** A new batch as stored: PENDING, finalizing `secondsToFinalize` after its creation. */
-export function acceptedBatch(batch: NewBatch): Batch {
+export function acceptedBatch(batch: NewBatch, submittedBy: Actor): Batch {
   return {
     contract: batch.contract,
     batchId: batch.batchId,
@@ -60,6 +61,8 @@ export function acceptedBatch(batch: NewBatch): Batch {
     updatedAtMs: null,
     finalizedAtMs: null,
     cancelledAtMs: null,
+    submittedBy,
+    cancelledBy: null,
   };
 }
 
@@ -70,17 +73,18 @@ export type CancelTransition =
 
 /**
  * cancel: PENDING → CANCELLED while now < finalizeAt (at finalizeAt it belongs to the finalizer);
- * its total leaves pendingSent. A repeated cancel changes nothing and makes no event.
+ * its total leaves pendingSent. A repeated cancel changes nothing and makes no event (and keeps
+ * the first cancel's cancelledBy).
  */
-export function cancelTransition(batch: Batch, nowMs: number): CancelTransition {
+export function cancelTransition(batch: Batch, nowMs: number, cancelledBy: Actor): CancelTransition {
   if (batch.status === "CANCELLED") return { kind: "already_cancelled" };
   if (batch.status !== "PENDING" || nowMs >= batch.finalizeAtMs) return { kind: "not_cancellable" };
-  const cancelled: Batch = { ...batch, status: "CANCELLED", updatedAtMs: nowMs, cancelledAtMs: nowMs };
+  const cancelled: Batch = { ...batch, status: "CANCELLED", updatedAtMs: nowMs, cancelledAtMs: nowMs, cancelledBy };
   return {
     kind: "cancelled",
     batch: cancelled,
     senderChange: { pendingSent: -batch.total },
-    events: [batchEvent("batch.cancelled", cancelled, nowMs)],
+    events: [batchEvent("batch.cancelled", cancelled, nowMs, cancelledBy)],
   };
 }
 
@@ -99,7 +103,8 @@ export function finalizeTransition(batch: Batch, nowMs: number): FinalizeTransit
     kind: "finalized",
     batch: finalized,
     senderChange: { pendingSent: -batch.total, finalizedSentCumulative: batch.total },
-    events: [batchEvent("batch.finalized", finalized, nowMs)],
+    // Finalization is the service's own work, whoever submitted the batch.
+    events: [batchEvent("batch.finalized", finalized, nowMs, SYSTEM_ACTOR)],
   };
 }
 
@@ -107,16 +112,22 @@ export type CreditTransition =
   { kind: "overflow" } | { kind: "credited"; supplyAfter: bigint; change: BalanceChange; events: LedgerEvent[] };
 
 /** credit: points enter the ledger; the point type's supply (all credits) stays ≤ MAX_SUPPLY_UNITS, so no amount can overflow. */
-export function creditTransition(credit: CreditFacts, supplyBefore: bigint, nowMs: number): CreditTransition {
+export function creditTransition(credit: CreditFacts, supplyBefore: bigint, nowMs: number, actor: Actor): CreditTransition {
   const supplyAfter = supplyBefore + credit.amount;
   if (supplyAfter > MAX_SUPPLY_UNITS) return { kind: "overflow" };
-  return { kind: "credited", supplyAfter, change: { earnedCumulative: credit.amount }, events: [creditCreated(credit, nowMs)] };
+  return { kind: "credited", supplyAfter, change: { earnedCumulative: credit.amount }, events: [creditCreated(credit, nowMs, actor)] };
 }
 
 export type OperatorTransition = { kind: "unchanged" } | { kind: "changed"; revokeTokens: true; events: LedgerEvent[] };
 
 /** operator change: setting the same operator again keeps its tokens; a change revokes them all. */
-export function operatorTransition(contract: AddressKey, current: AddressKey | null, next: AddressKey, nowMs: number): OperatorTransition {
+export function operatorTransition(
+  contract: AddressKey,
+  current: AddressKey | null,
+  next: AddressKey,
+  nowMs: number,
+  actor: Actor,
+): OperatorTransition {
   if (current === next) return { kind: "unchanged" };
-  return { kind: "changed", revokeTokens: true, events: [operatorChanged(contract, next, current, nowMs)] };
+  return { kind: "changed", revokeTokens: true, events: [operatorChanged(contract, next, current, nowMs, actor)] };
 }

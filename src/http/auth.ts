@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
 import { parseAddress } from "../domain/address.js";
-import { forbidden, rateLimited, unauthorized, type ApiError } from "../domain/errors.js";
+import { ADMIN_ACTOR, operatorActor } from "../domain/actors.js";
+import type { Actor } from "../domain/api-keys.js";
+import { assertInvariant, forbidden, rateLimited, unauthorized, type ApiError } from "../domain/errors.js";
 import { MAX_FAILED_AUTHENTICATIONS_PER_MINUTE, RATE_LIMIT_WINDOW_MS } from "../domain/limits.js";
 import { bearerTokenOf, hashToken, isWellFormedToken, secretsEqual } from "../auth/tokens.js";
 import type { TokenGrant } from "../store/store.js";
@@ -9,7 +11,24 @@ import type { AppContext } from "./context.js";
 declare module "fastify" {
   interface FastifyRequest {
     grant?: TokenGrant;
+    /** Who this request acts as, set by the authentication hook that let it in (actorOf). */
+    actor?: Actor;
   }
+}
+
+/**
+ * The one place a credential becomes an actor (API.md Events, actor), for the events and the
+ * submittedBy / cancelledBy a request causes: an operator's bearer token acts as that operator.
+ * An API key's grant adds its case here: `{type: "api_key", id, name}`.
+ */
+export function grantActor(grant: TokenGrant): Actor {
+  return operatorActor(grant.operator);
+}
+
+/** Who the authenticated request acts as; a route behind no authentication hook has none (a bug). */
+export function actorOf(request: FastifyRequest): Actor {
+  assertInvariant(request.actor !== undefined, `${request.method} ${request.routeOptions.url ?? ""} acts without an authenticated actor`);
+  return request.actor;
 }
 
 /** A check of @fastify/rate-limit's (`createRateLimit`): counts this request under its key. */
@@ -66,6 +85,7 @@ export function authenticateContract(ctx: AppContext, limits: AuthLimits): onReq
     const pathAddress = (request.params as { contractAddress?: string }).contractAddress ?? "";
     if (parseAddress(pathAddress) !== grant.contract) throw forbidden("this token is not for that contract address");
     request.grant = grant;
+    request.actor = grantActor(grant);
     await enforce(limits.perContract, request);
   };
 }
@@ -79,5 +99,6 @@ export function authenticateAdmin(ctx: AppContext, limits: AuthLimits): onReques
     if (token === null || !secretsEqual(token, adminToken)) {
       return failAuthentication(limits, request, forbidden("admin routes need the admin token"));
     }
+    request.actor = ADMIN_ACTOR;
   };
 }

@@ -47,6 +47,8 @@ const exampleBatch = {
   updatedAt: null,
   finalizedAt: null,
   cancelledAt: null,
+  submittedBy: { type: "operator", address: OPERATOR },
+  cancelledBy: null,
 };
 const exampleTransfers = [
   { toAddress: RECIPIENT, points: "12.5" },
@@ -173,7 +175,13 @@ const ok = (description: string, example: Record<string, unknown>): SchemaDocs =
 export const responseDocs = {
   submitted: ok("The batch was accepted: its total is reserved in pendingSent.", { batchId: BATCH_ID }),
   batch: ok("The batch, now CANCELLED (or already CANCELLED: a repeated cancel answers the same).", {
-    batch: { ...exampleBatch, status: "CANCELLED", updatedAt: "2026-11-21T10:05:00.000Z", cancelledAt: "2026-11-21T10:05:00.000Z" },
+    batch: {
+      ...exampleBatch,
+      status: "CANCELLED",
+      updatedAt: "2026-11-21T10:05:00.000Z",
+      cancelledAt: "2026-11-21T10:05:00.000Z",
+      cancelledBy: { type: "operator", address: OPERATOR },
+    },
   }),
   batchWithTransfers: ok("The batch with its transfers, in the submitted order.", {
     batch: { ...exampleBatch, transfers: exampleTransfers },
@@ -200,6 +208,7 @@ export const responseDocs = {
         type: "batch.accepted",
         contractAddress: CONTRACT,
         occurredAt: CREATED_AT,
+        actor: { type: "operator", address: OPERATOR },
         data: { batch: exampleBatch },
       },
     ],
@@ -323,7 +332,7 @@ export const streamExample = [
   "",
   "id: Ahgzn1uXPW1nGJsDWnz7DcibhmYR_ILiLoP1ayAGoHgEMKGFKjUbZo9TSfe3K5eKQGRXxLzqhQy93LikiZQ",
   "event: batch.accepted",
-  `data: {"id":"${EVENT_ID}","type":"batch.accepted","contractAddress":"${CONTRACT}","occurredAt":"${CREATED_AT}","data":{"batch":{"id":"${BATCH_ID}",…}}}`,
+  `data: {"id":"${EVENT_ID}","type":"batch.accepted","contractAddress":"${CONTRACT}","occurredAt":"${CREATED_AT}","actor":{"type":"operator","address":"${OPERATOR}"},"data":{"batch":{"id":"${BATCH_ID}",…}}}`,
   "",
   ": keep-alive",
   "",

@@ -89,7 +89,7 @@ function* finalizeOne<Db>(ports: LedgerPorts<Db>, db: Db, seq: string, nowMs: nu
   if (!stored) return null;
   const transition = finalizeTransition(stored, nowMs);
   if (transition.kind === "not_due") return null;
-  const changed = yield* io(ports.batches.setStatus(db, seq, "PENDING", "FINALIZED", nowMs));
+  const changed = yield* io(ports.batches.setStatus(db, seq, "PENDING", "FINALIZED", nowMs, null));
   assertInvariant(changed, `batch ${stored.batchId} changed under its claim`);
   const sender = yield* io(ports.accounts.readBalance(db, stored.contract, stored.pointType));
   const accounts = yield* io(ports.accounts.settleBatch(db, stored, checkedWrite(sender, transition.senderChange)));

@@ -1,3 +1,4 @@
+import { SYSTEM_ACTOR } from "../domain/api-keys.js";
 import type { LedgerDatabase } from "../store/ports/ledger.js";
 import type { LedgerOperations } from "../store/store.js";
 import { cancelBatch } from "./cancel.js";
@@ -10,14 +11,16 @@ import { submitBatch } from "./submit.js";
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
  * submit, cancel, finalize, credit and operator change. Adapters supply the database; each
  * operation begins, reads, decides (src/domain/transitions.ts), writes, appends its events and
- * commits here.
+ * commits here. Each takes who acts; the store's callers that name no one (tools, tests) act as
+ * the service itself. The HTTP routes and the CLI always name the actor.
  */
 export function ledgerOperations<Db>(database: LedgerDatabase<Db>): LedgerOperations {
   return {
-    submitBatch: async (batch) => submitBatch(database, batch),
-    cancelBatch: async (contract, batchId, nowMs) => cancelBatch(database, contract, batchId, nowMs),
+    submitBatch: async (batch, submittedBy = SYSTEM_ACTOR) => submitBatch(database, batch, submittedBy),
+    cancelBatch: async (contract, batchId, nowMs, cancelledBy = SYSTEM_ACTOR) =>
+      cancelBatch(database, contract, batchId, nowMs, cancelledBy),
     finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(database, nowMs, limit, onFailure),
-    credit: async (newCredit) => credit(database, newCredit),
-    setOperator: async (contract, operator, nowMs) => setOperator(database, contract, operator, nowMs),
+    credit: async (newCredit, actor = SYSTEM_ACTOR) => credit(database, newCredit, actor),
+    setOperator: async (contract, operator, nowMs, actor = SYSTEM_ACTOR) => setOperator(database, contract, operator, nowMs, actor),
   };
 }

@@ -1,3 +1,4 @@
+import type { Actor } from "../domain/api-keys.js";
 import type { AddressKey } from "../domain/address.js";
 import { operatorTransition } from "../domain/transitions.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
@@ -9,13 +10,21 @@ export function setOperator<Db>(
   contract: AddressKey,
   operator: AddressKey,
   nowMs: number,
+  actor: Actor,
 ): void | Promise<void> {
-  return inTransaction(database, (ports, db) => operatorFlow(ports, db, contract, operator, nowMs));
+  return inTransaction(database, (ports, db) => operatorFlow(ports, db, contract, operator, nowMs, actor));
 }
 
-function* operatorFlow<Db>(ports: LedgerPorts<Db>, db: Db, contract: AddressKey, operator: AddressKey, nowMs: number): Flow<void> {
+function* operatorFlow<Db>(
+  ports: LedgerPorts<Db>,
+  db: Db,
+  contract: AddressKey,
+  operator: AddressKey,
+  nowMs: number,
+  actor: Actor,
+): Flow<void> {
   const current = yield* io(ports.auth.lockOperator(db, contract));
-  const transition = operatorTransition(contract, current, operator, nowMs);
+  const transition = operatorTransition(contract, current, operator, nowMs, actor);
   if (transition.kind === "unchanged") return;
   // Two first registrations racing: the later upsert changes nothing, and its transition (decided
   // before the other's row existed) is dropped with its event.

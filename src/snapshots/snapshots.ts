@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../domain/address.js";
+import type { Actor } from "../domain/api-keys.js";
 import { assertInvariant, unavailable } from "../domain/errors.js";
 import { MAX_SNAPSHOTS_BUILDING, SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS, SNAPSHOT_CHUNKS_PER_WRITE } from "../domain/limits.js";
 import { snapshotCreated } from "../domain/events.js";
@@ -44,7 +45,13 @@ export type TakeResult =
 
 let building = 0;
 
-export async function takeSnapshot(store: SnapshotsStore, request: SnapshotRequest, nowMs: () => number): Promise<TakeResult> {
+/** `actor`: who takes it (the admin, from the API or the CLI), the actor of its snapshot.created event. */
+export async function takeSnapshot(
+  store: SnapshotsStore,
+  request: SnapshotRequest,
+  nowMs: () => number,
+  actor: Actor,
+): Promise<TakeResult> {
   // A reuse is answered before any work (and again at publication, for a race between instances).
   const existing = await store.getSnapshot(request.id);
   if (existing) return { kind: "exists", snapshot: existing, matchesRequest: snapshotMatchesRequest(existing, request) };
@@ -55,7 +62,7 @@ export async function takeSnapshot(store: SnapshotsStore, request: SnapshotReque
     const takenAtMs = nowMs();
     const holdings = await store.readSnapshotHoldings(request.pointType, request.measure);
     if (holdings.addresses.length === 0) return { kind: "empty" };
-    const created = await buildSnapshot(request, takenAtMs, holdings.addresses, holdings.units, nowMs);
+    const created = await buildSnapshot(request, takenAtMs, holdings.addresses, holdings.units, nowMs, actor);
     const result = await storeSnapshot(store, created, nowMs);
     if (result.kind === "exists") {
       return { kind: "exists", snapshot: result.snapshot, matchesRequest: snapshotMatchesRequest(result.snapshot, request) };
@@ -73,6 +80,7 @@ export async function buildSnapshot(
   addresses: readonly AddressKey[],
   units: readonly bigint[],
   nowMs: () => number,
+  actor: Actor,
 ): Promise<NewSnapshot> {
   assertInvariant(addresses.length === units.length, "snapshot holdings: one amount per address");
   const amountAt = (index: number) => amountOf(units[index]!, request.decimals);
@@ -86,7 +94,7 @@ export async function buildSnapshot(
   // Every leaf is positive (addHoldingsPage), so a tree with leaves has a positive total.
   assertInvariant(totalUnits > 0n, `snapshot ${request.id} has leaves but a total of ${totalUnits}`);
   const snapshot: Snapshot = { ...request, takenAtMs, root: tree.root, leafCount: addresses.length, totalUnits };
-  return { snapshot, buildId: randomUUID(), leafChunks, nodeChunks, event: snapshotCreated(snapshotJson(snapshot), nowMs()) };
+  return { snapshot, buildId: randomUUID(), leafChunks, nodeChunks, event: snapshotCreated(snapshotJson(snapshot), nowMs(), actor) };
 }
 
 /**

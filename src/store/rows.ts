@@ -1,4 +1,6 @@
 import type { AddressKey } from "../domain/address.js";
+import { storedActor } from "../domain/actors.js";
+import { SYSTEM_ACTOR, type Actor } from "../domain/api-keys.js";
 import type { Batch, BatchStatus, PointType } from "../domain/batch.js";
 import type { OperatorPage } from "./ports/auth.js";
 import type { NewCredit } from "./ports/credits.js";
@@ -25,6 +27,9 @@ export interface BatchColumns {
   updated_at_ms: IntegerColumn | null;
   finalized_at_ms: IntegerColumn | null;
   cancelled_at_ms: IntegerColumn | null;
+  /** The actor as stored: JSON text (SQLite) or the parsed JSONB (PostgreSQL). */
+  submitted_by: unknown;
+  cancelled_by: unknown;
 }
 
 function nullableNumber(value: IntegerColumn | null): number | null {
@@ -46,7 +51,18 @@ export function toBatch(row: BatchColumns, total: bigint): Batch {
     updatedAtMs: nullableNumber(row.updated_at_ms),
     finalizedAtMs: nullableNumber(row.finalized_at_ms),
     cancelledAtMs: nullableNumber(row.cancelled_at_ms),
+    submittedBy: storedActor(row.submitted_by),
+    cancelledBy: cancelledByOf(row),
   };
+}
+
+/**
+ * A batch cancelled before actors were recorded has no cancelled_by (the migration wrote no row):
+ * like every change of that time, it was the system's as far as the ledger knows.
+ */
+function cancelledByOf(row: BatchColumns): Actor | null {
+  if (row.cancelled_by !== null) return storedActor(row.cancelled_by);
+  return row.status === "CANCELLED" ? SYSTEM_ACTOR : null;
 }
 
 /** toBatch with the row's key, for the ledger flows. */

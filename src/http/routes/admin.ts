@@ -10,6 +10,7 @@ import { requireAddress, requirePoints } from "../../domain/validate.js";
 import type { ApiInstance, AppContext } from "../context.js";
 import { CONTRACT_CURSOR } from "../cursor.js";
 import { ContractParams, ContractsQuery, CreditParams, OperatorBody, Responses, creditBodySchema, responses } from "../schemas.js";
+import { actorOf } from "../auth.js";
 
 const tags = ["admin"];
 const security = [{ bearer: [] }];
@@ -24,7 +25,7 @@ export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
       const contract = requireAddress(request.params.contractAddress, "contractAddress");
       const operator = requireAddress(request.body.operatorAddress, "operatorAddress");
       if (operator === ZERO_ADDRESS_KEY) throw validationFailed([{ path: "operatorAddress", message: ZERO_ADDRESS_MESSAGE }]);
-      await ctx.store.setOperator(contract, operator, ctx.clock.now());
+      await ctx.store.setOperator(contract, operator, ctx.clock.now(), actorOf(request));
       return { success: true as const, contractAddress: checksumAddress(contract), operatorAddress: checksumAddress(operator) };
     },
   );
@@ -44,15 +45,18 @@ export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
       const address = requireAddress(request.params.contractAddress, "contractAddress");
       const amount = requirePoints(request.body.points, "points");
       const { creditId } = request.params;
-      const result = await ctx.store.credit({
-        address,
-        creditId,
-        pointType: request.body.pointType,
-        amount,
-        createdAtMs: ctx.clock.now(),
-        asset: request.body.asset ?? null,
-        block: request.body.block ?? null,
-      });
+      const result = await ctx.store.credit(
+        {
+          address,
+          creditId,
+          pointType: request.body.pointType,
+          amount,
+          createdAtMs: ctx.clock.now(),
+          asset: request.body.asset ?? null,
+          block: request.body.block ?? null,
+        },
+        actorOf(request),
+      );
       if (result.kind === "exists") {
         throw new ApiError("CREDIT_ID_EXISTS", alreadyExistsMessage("credit", creditId), {
           creditId,

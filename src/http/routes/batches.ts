@@ -11,6 +11,8 @@ import { decodeCursor, encodeCursor } from "../cursor.js";
 import { batchJson, batchWithTransfersText } from "../present.js";
 import { validatorCompiler } from "../validation.js";
 import { BatchParams, ContractParams, Responses, batchBodySchema, listQuerySchema, responses } from "../schemas.js";
+import type { Actor } from "../../domain/api-keys.js";
+import { actorOf } from "../auth.js";
 
 const tags = ["batches"];
 const security = [{ bearer: [] }];
@@ -47,7 +49,7 @@ function submitRoutes(app: ApiInstance, ctx: AppContext): void {
           response: responses(Responses.submitted, 400, 401, 403, "BATCH_ID_EXISTS", 413, 415, 422),
         },
       },
-      async (request) => submit(ctx, request.grant!.contract, request.params.batchId, request.body),
+      async (request) => submit(ctx, request.grant!.contract, request.params.batchId, request.body, actorOf(request)),
     );
     scope.post(
       "/batches",
@@ -55,15 +57,15 @@ function submitRoutes(app: ApiInstance, ctx: AppContext): void {
         config: { scope: "submit" },
         schema: { tags, security, params: ContractParams, body, response: responses(Responses.submitted, 400, 401, 403, 413, 415, 422) },
       },
-      async (request) => submit(ctx, request.grant!.contract, randomUUID(), request.body),
+      async (request) => submit(ctx, request.grant!.contract, randomUUID(), request.body, actorOf(request)),
     );
   });
 }
 
-async function submit(ctx: AppContext, contract: AddressKey, batchId: string, body: unknown) {
+async function submit(ctx: AppContext, contract: AddressKey, batchId: string, body: unknown, submittedBy: Actor) {
   const answer = await ctx.intake.run({ body: body instanceof Uint8Array ? body : undefined, contract, batchId, nowMs: ctx.clock.now() });
   if (!answer.ok) throw new ApiError("VALIDATION_FAILED", answer.message, answer.details);
-  const result = await ctx.store.submitBatch(answer.batch);
+  const result = await ctx.store.submitBatch(answer.batch, submittedBy);
   switch (result.kind) {
     case "accepted":
       return { success: true as const, batchId };
@@ -133,7 +135,7 @@ function cancelRoute(app: ApiInstance, ctx: AppContext): void {
     },
     async (request) => {
       const { batchId } = request.params;
-      const result = await ctx.store.cancelBatch(request.grant!.contract, batchId, ctx.clock.now());
+      const result = await ctx.store.cancelBatch(request.grant!.contract, batchId, ctx.clock.now(), actorOf(request));
       if (result.kind === "not_found") throw notFound(`no batch ${batchId} for this contract`);
       if (result.kind === "not_cancellable") {
         throw new ApiError(

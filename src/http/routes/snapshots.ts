@@ -12,6 +12,7 @@ import { authenticateAdmin, enforce, type AuthLimits } from "../auth.js";
 import type { AppContext } from "../context.js";
 import { ExportResponses, SnapshotParams, SnapshotProofParams, responses, snapshotBodySchema } from "../schemas.js";
 import { addressBalancesRoute } from "./transfers.js";
+import { actorOf } from "../auth.js";
 
 /**
  * Snapshots (docs/api.md, Snapshots): taken by the admin; read (the snapshot, a proof, the tree dump)
@@ -38,7 +39,12 @@ export function snapshotAdminRoutes(fastify: FastifyInstance, ctx: AppContext): 
     async (request) => {
       const { snapshotId } = request.params;
       const { pointType, measure = "available", decimals = SNAPSHOT_DECIMALS_DEFAULT } = request.body;
-      const result = await takeSnapshot(ctx.store, { id: snapshotId, pointType, measure, decimals }, () => ctx.clock.now());
+      const result = await takeSnapshot(
+        ctx.store,
+        { id: snapshotId, pointType, measure, decimals },
+        () => ctx.clock.now(),
+        actorOf(request),
+      );
       if (result.kind === "exists") {
         throw new ApiError("SNAPSHOT_ID_EXISTS", alreadyExistsMessage("snapshot", snapshotId), {
           snapshotId,

@@ -11,6 +11,7 @@ import type { EndpointOperation, WebhookDelivery, WebhookEndpoint, WebhookEndpoi
 import { newEndpointId } from "../../domain/webhooks.js";
 import { newSecret, SECRET_ROTATION_OVERLAP_MS } from "../../outbox/signing.js";
 import { RefusedTarget, resolveTarget } from "../../outbox/ssrf.js";
+import { actorOf } from "../auth.js";
 import type { ApiInstance, AppContext } from "../context.js";
 import { DELIVERY_CURSOR } from "../cursor.js";
 import { noStore } from "../no-store.js";
@@ -219,7 +220,12 @@ function endpointActionRoutes(app: ApiInstance, ctx: AppContext): void {
       const contract: AddressKey = request.grant!.contract;
       const { endpointId } = request.params;
       const nowMs = ctx.clock.now();
-      const operation = await ctx.store.createTestDelivery(contract, endpointId, webhookTest(contract, endpointId, nowMs), nowMs);
+      const operation = await ctx.store.createTestDelivery(
+        contract,
+        endpointId,
+        webhookTest(contract, endpointId, nowMs, actorOf(request)),
+        nowMs,
+      );
       return { success: true as const, deliveryId: operationValue(operation, endpointId) };
     },
   );

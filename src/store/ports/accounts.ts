@@ -1,3 +1,4 @@
+import type { Actor } from "../../domain/api-keys.js";
 import type { AddressKey } from "../../domain/address.js";
 import type { Balance } from "../../domain/balance.js";
 import type { DefaultPointType, PointType } from "../../domain/batch.js";
@@ -12,7 +13,8 @@ export type Balances<T extends PointType = DefaultPointType> = Record<T, Balance
 /** Credits and balances as the HTTP layer reads and writes them (accounts.ts, credits.ts, point-types.ts of each adapter). */
 export interface AccountsStore {
   /** Idempotent by (address, creditId): a reuse says whether pointType, amount, asset and block all match. */
-  credit(credit: NewCredit): Promise<CreditResult>;
+  /** `actor`: who credits (the admin, from the API or the CLI); absent, the service itself. */
+  credit(credit: NewCredit, actor?: Actor): Promise<CreditResult>;
   /**
    * One balance per point type in `pointTypes` (the configured ones; omitted, the default
    * POINT_TYPES), all zero for a type the address holds nothing of. One indexed read.

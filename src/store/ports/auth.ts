@@ -1,3 +1,4 @@
+import type { Actor } from "../../domain/api-keys.js";
 import type { AddressKey } from "../../domain/address.js";
 import type { Io, Out } from "./io.js";
 
@@ -43,7 +44,7 @@ export interface OperatorPage {
 export interface AuthStore {
   getOperator(contract: AddressKey): Promise<AddressKey | null>;
   /** Registers or changes the operator; a change revokes the contract's tokens (src/ledger/operator.ts). */
-  setOperator(contract: AddressKey, operator: AddressKey, nowMs: number): Promise<void>;
+  setOperator(contract: AddressKey, operator: AddressKey, nowMs: number, actor?: Actor): Promise<void>;
   /** Every registered contract by address, one keyset page (on the operators primary key). */
   listOperators(query: OperatorQuery): Promise<OperatorPage>;
   /**

@@ -1,4 +1,5 @@
 import type { AddressKey } from "../../domain/address.js";
+import type { Actor } from "../../domain/api-keys.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, PointType, Transfer } from "../../domain/batch.js";
 import type { Io, Out } from "./io.js";
 
@@ -57,11 +58,12 @@ export interface FinalizeFailure {
 /** Batches: submit, read, cancel, finalize (flows in src/ledger/, primitives in batches.ts of each adapter). */
 export interface BatchesStore {
   /** Checks available ≥ total, reserves it and stores the batch with its transfers, atomically. */
-  submitBatch(batch: NewBatch): Promise<SubmitResult>;
+  /** `submittedBy`: who submits it; absent, the service itself (tools and tests that act as no one). */
+  submitBatch(batch: NewBatch, submittedBy?: Actor): Promise<SubmitResult>;
   getBatch(contract: AddressKey, batchId: string): Promise<BatchWithTransfers | null>;
   listBatches(contract: AddressKey, query: BatchQuery): Promise<BatchPage>;
   /** PENDING → CANCELLED while nowMs < finalizeAt; cancelling a CANCELLED batch is a no-op success. */
-  cancelBatch(contract: AddressKey, batchId: string, nowMs: number): Promise<CancelResult>;
+  cancelBatch(contract: AddressKey, batchId: string, nowMs: number, cancelledBy?: Actor): Promise<CancelResult>;
   /**
    * Finalizes due batches (finalizeAt ≤ nowMs), each exactly once, attempting at most `limit`.
    *
@@ -116,14 +118,14 @@ export interface BatchesPort<Db, out M extends Io = Io> {
    * when taken. A concurrent insert of the same batchId waits for the other transaction, so
    * exactly one submission of a batchId is accepted.
    */
-  insertBatch(db: Db, batch: NewBatch, finalizeAtMs: number): Out<M, string | undefined>;
+  insertBatch(db: Db, batch: NewBatch, finalizeAtMs: number, submittedBy: Actor): Out<M, string | undefined>;
   insertTransfers(db: Db, seq: string, transfers: readonly Transfer[]): Out<M, void>;
   findBatch(db: Db, contract: AddressKey, batchId: string): Out<M, StoredBatch | undefined>;
   /** findBatch, holding the row's lock until the transaction ends where the database has row locks (cancel vs. finalize). */
   lockBatch(db: Db, contract: AddressKey, batchId: string): Out<M, StoredBatch | undefined>;
   readTransfers(db: Db, seq: string): Out<M, Transfer[]>;
-  /** Changes the status only if it still is `from`; true when it did. */
-  setStatus(db: Db, seq: string, from: BatchStatus, to: BatchStatus, nowMs: number): Out<M, boolean>;
+  /** Changes the status only if it still is `from`, storing `cancelledBy` (null unless `to` is CANCELLED); true when it did. */
+  setStatus(db: Db, seq: string, from: BatchStatus, to: BatchStatus, nowMs: number, cancelledBy: Actor | null): Out<M, boolean>;
   /** Up to `limit` claimable batches in fair order (round-robin by contract, starting after `afterContract`); a plain read. */
   fairDueBatches(db: Db, nowMs: number, limit: number, afterContract: string): Out<M, DueBatch[]>;
   /**

@@ -1,4 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
+import { storedActorText } from "../../domain/actors.js";
+import type { Actor } from "../../domain/api-keys.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
 import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
 import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
@@ -19,6 +21,8 @@ export interface BatchRow {
   updated_at_ms: string | null;
   finalized_at_ms: string | null;
   cancelled_at_ms: string | null;
+  submitted_by: unknown;
+  cancelled_by: unknown;
 }
 
 /**
@@ -26,7 +30,7 @@ export interface BatchRow {
  * that adds a column must not break the statements of processes already running.
  */
 const BATCH_COLUMNS = `seq, contract, batch_id, point_type, status, total_units, transfer_count, seconds_to_finalize,
-  created_at_ms, finalize_at_ms, updated_at_ms, finalized_at_ms, cancelled_at_ms`;
+  created_at_ms, finalize_at_ms, updated_at_ms, finalized_at_ms, cancelled_at_ms, submitted_by, cancelled_by`;
 
 export function toBatch(row: BatchRow): Batch {
   return batchOf(row, toUnits(row.total_units));
@@ -84,12 +88,12 @@ async function readBatch(db: Queryable, contract: AddressKey, batchId: string): 
  * undefined. A concurrent insert of the same batchId makes this wait for that transaction: if it
  * commits, this one inserts nothing, so exactly one submission of a batchId is accepted.
  */
-async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number): Promise<string | undefined> {
+async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number, submittedBy: Actor): Promise<string | undefined> {
   const { rows } = await db.query<{ seq: string }>({
     name: "pl-insert-batch",
     text: `INSERT INTO batches (contract, batch_id, point_type, status, total_units, transfer_count,
-             seconds_to_finalize, created_at_ms, finalize_at_ms)
-           VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8)
+             seconds_to_finalize, created_at_ms, finalize_at_ms, submitted_by)
+           VALUES ($1, $2, $3, 'PENDING', $4, $5, $6, $7, $8, $9::jsonb)
            ON CONFLICT (contract, batch_id) DO NOTHING
            RETURNING seq`,
     values: [
@@ -101,6 +105,7 @@ async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number)
       batch.secondsToFinalize,
       batch.createdAtMs,
       finalizeAtMs,
+      storedActorText(submittedBy),
     ],
   });
   return rows[0]?.seq;
@@ -124,12 +129,20 @@ async function insertTransfers(db: Queryable, seq: string, transfers: readonly T
   });
 }
 
-/** Changes the status only if it still is `from`; true when it did. */
-async function setStatus(db: Queryable, seq: string, from: BatchStatus, to: BatchStatus, nowMs: number): Promise<boolean> {
+/** Changes the status only if it still is `from` (recording who cancelled, for CANCELLED); true when it did. */
+async function setStatus(
+  db: Queryable,
+  seq: string,
+  from: BatchStatus,
+  to: BatchStatus,
+  nowMs: number,
+  cancelledBy: Actor | null,
+): Promise<boolean> {
   const { rowCount } = await db.query({
     name: `pl-set-status-${to}`,
-    text: `UPDATE batches SET status = $3, updated_at_ms = $4, ${statusTimeColumn(to)} = $4 WHERE seq = $1 AND status = $2`,
-    values: [seq, from, to, nowMs],
+    text: `UPDATE batches SET status = $3, updated_at_ms = $4, ${statusTimeColumn(to)} = $4, cancelled_by = $5::jsonb
+           WHERE seq = $1 AND status = $2`,
+    values: [seq, from, to, nowMs, cancelledBy === null ? null : storedActorText(cancelledBy)],
   });
   return rowCount === 1;
 }

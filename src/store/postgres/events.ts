@@ -1,6 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import { invalidCursor } from "../../domain/cursor.js";
-import type { EventType, LedgerEvent } from "../../domain/events.js";
+import { storedActor, storedActorText } from "../../domain/actors.js";
+import { upgradedEventData, type EventType, type LedgerEvent } from "../../domain/events.js";
 import type { EventLogSql, EventPage, EventQuery, StoredEvent } from "../ports/events.js";
 import { noteAppendedEvents, toNumber, type PgClient, type Queryable } from "./db.js";
 import { fanOutDeliveries } from "./webhooks.js";
@@ -32,13 +33,14 @@ export async function appendEvents(db: PgClient, events: readonly LedgerEvent[])
   if (events.length === 0) return;
   await db.query({
     name: "pl-append-events",
-    text: `INSERT INTO events (event_id, type, stream, occurred_at_ms, data)
-           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::jsonb[])`,
+    text: `INSERT INTO events (event_id, type, stream, occurred_at_ms, actor, data)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::jsonb[], $6::jsonb[])`,
     values: [
       events.map((event) => event.id),
       events.map((event) => event.type),
       events.map((event) => event.stream),
       events.map((event) => event.occurredAtMs),
+      events.map((event) => storedActorText(event.actor)),
       events.map((event) => JSON.stringify(event.data)),
     ],
   });
@@ -53,18 +55,21 @@ interface EventRow {
   type: string;
   stream: string | null;
   occurred_at_ms: string;
+  actor: unknown;
   data: LedgerEvent["data"];
 }
 
 function toStoredEvent(row: EventRow): StoredEvent {
+  const type = row.type as EventType;
   return {
     position: `${row.tx}.${row.seq}`,
     event: {
       id: row.event_id,
-      type: row.type as EventType,
+      type,
       stream: row.stream as AddressKey | null,
       occurredAtMs: toNumber(row.occurred_at_ms),
-      data: row.data,
+      actor: storedActor(row.actor),
+      data: upgradedEventData(type, row.data),
     },
   };
 }
@@ -104,14 +109,14 @@ export async function listEvents(db: Queryable, query: EventQuery): Promise<Even
     name: "pl-list-events",
     text: `WITH visible AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
            page AS (
-             SELECT tx, seq, event_id, type, stream, occurred_at_ms, data FROM events, visible
+             SELECT tx, seq, event_id, type, stream, occurred_at_ms, actor, data FROM events, visible
              WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < visible.xmin
                AND ($3::text IS NULL OR stream = $3) AND ($4::text[] IS NULL OR type = ANY($4))
              ORDER BY tx, seq LIMIT $5),
            newest AS (
              SELECT tx::text || '.' || seq AS position FROM events, visible
              WHERE tx < visible.xmin ORDER BY tx DESC, seq DESC LIMIT 1)
-           SELECT page.tx::text AS tx, page.seq, page.event_id, page.type, page.stream, page.occurred_at_ms, page.data,
+           SELECT page.tx::text AS tx, page.seq, page.event_id, page.type, page.stream, page.occurred_at_ms, page.actor, page.data,
                   (SELECT position FROM newest) AS newest
            FROM (SELECT 1) AS one LEFT JOIN page ON true
            ORDER BY page.tx, page.seq`,

@@ -1,4 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
+import { storedActorText } from "../../domain/actors.js";
+import type { Actor } from "../../domain/api-keys.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
 import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
 import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
@@ -23,6 +25,8 @@ export interface BatchRow {
   updated_at_ms: bigint | null;
   finalized_at_ms: bigint | null;
   cancelled_at_ms: bigint | null;
+  submitted_by: string;
+  cancelled_by: string | null;
 }
 
 function totalOf(row: BatchRow): bigint {
@@ -69,12 +73,12 @@ function readBatch(db: SqliteDb, contract: AddressKey, batchId: string): BatchWi
  * Inserts the batch row (PENDING) unless (contract, batchId) is taken; returns its seq, or
  * undefined. One process writes, so nothing races it; the flow rolls back a refused submission.
  */
-function insertBatch(db: SqliteDb, batch: NewBatch, finalizeAtMs: number): string | undefined {
+function insertBatch(db: SqliteDb, batch: NewBatch, finalizeAtMs: number, submittedBy: Actor): string | undefined {
   const info = statement(
     db,
     `INSERT INTO batches (contract, batch_id, point_type, status, total_w, total_f, transfer_count,
-       seconds_to_finalize, created_at_ms, finalize_at_ms)
-     VALUES (?, ?, ?, 'PENDING', ?, ?, ?, ?, ?, ?)
+       seconds_to_finalize, created_at_ms, finalize_at_ms, submitted_by)
+     VALUES (?, ?, ?, 'PENDING', ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (contract, batch_id) DO NOTHING`,
   ).run(
     batch.contract,
@@ -85,6 +89,7 @@ function insertBatch(db: SqliteDb, batch: NewBatch, finalizeAtMs: number): strin
     batch.secondsToFinalize,
     batch.createdAtMs,
     finalizeAtMs,
+    storedActorText(submittedBy),
   );
   return info.changes === 1 ? info.lastInsertRowid.toString() : undefined;
 }
@@ -112,9 +117,10 @@ function insertTransfers(db: SqliteDb, seqText: string, transfers: readonly Tran
   }
 }
 
-function setStatus(db: SqliteDb, seq: string, from: BatchStatus, to: BatchStatus, nowMs: number): boolean {
-  const sql = `UPDATE batches SET status = ?, updated_at_ms = ?, ${statusTimeColumn(to)} = ? WHERE seq = ? AND status = ?`;
-  const changes = statement(db, sql).run(to, nowMs, nowMs, BigInt(seq), from).changes;
+function setStatus(db: SqliteDb, seq: string, from: BatchStatus, to: BatchStatus, nowMs: number, cancelledBy: Actor | null): boolean {
+  const sql = `UPDATE batches SET status = ?, updated_at_ms = ?, ${statusTimeColumn(to)} = ?, cancelled_by = ? WHERE seq = ? AND status = ?`;
+  const by = cancelledBy === null ? null : storedActorText(cancelledBy);
+  const changes = statement(db, sql).run(to, nowMs, nowMs, by, BigInt(seq), from).changes;
   return changes === 1;
 }
 

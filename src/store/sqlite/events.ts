@@ -1,6 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import { invalidCursor } from "../../domain/cursor.js";
-import type { EventType, LedgerEvent } from "../../domain/events.js";
+import { storedActor, storedActorText } from "../../domain/actors.js";
+import { upgradedEventData, type EventType, type LedgerEvent } from "../../domain/events.js";
 import type { EventLogSql, EventPage, EventQuery, StoredEvent } from "../ports/events.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
 import { fanOutDeliveries } from "./webhooks.js";
@@ -21,8 +22,10 @@ const MAX_SEQ = 2n ** 63n - 1n;
  */
 export function appendEvents(db: SqliteDb, events: readonly LedgerEvent[]): void {
   if (events.length === 0) return;
-  const insert = statement(db, "INSERT INTO events (event_id, type, stream, occurred_at_ms, data) VALUES (?, ?, ?, ?, ?)");
-  for (const event of events) insert.run(event.id, event.type, event.stream, event.occurredAtMs, JSON.stringify(event.data));
+  const insert = statement(db, "INSERT INTO events (event_id, type, stream, occurred_at_ms, actor, data) VALUES (?, ?, ?, ?, ?, ?)");
+  for (const event of events) {
+    insert.run(event.id, event.type, event.stream, event.occurredAtMs, storedActorText(event.actor), JSON.stringify(event.data));
+  }
   fanOutDeliveries(db, events, events[0]!.occurredAtMs);
   appended.set(db, [...(appended.get(db) ?? []), ...events]);
 }
@@ -46,18 +49,21 @@ interface EventRow {
   type: string;
   stream: string | null;
   occurred_at_ms: bigint;
+  actor: string;
   data: string;
 }
 
 function toStoredEvent(row: EventRow): StoredEvent {
+  const type = row.type as EventType;
   return {
     position: row.seq.toString(),
     event: {
       id: row.event_id,
-      type: row.type as EventType,
+      type,
       stream: row.stream as AddressKey | null,
       occurredAtMs: toNumber(row.occurred_at_ms),
-      data: JSON.parse(row.data) as LedgerEvent["data"],
+      actor: storedActor(row.actor),
+      data: upgradedEventData(type, JSON.parse(row.data) as LedgerEvent["data"]),
     },
   };
 }

@@ -1,6 +1,7 @@
 import { useRef, useState } from "preact/hooks";
 import type { BatchWithTransfers, LedgerEvent } from "../../../client/index.js";
 import { countdown, shortTime, useConsole, useLoad, useNow } from "../context.js";
+import { actorText, actorTitle } from "../lib/actors.js";
 import { displayPoints } from "../lib/amounts.js";
 
 const TRANSFERS_PER_PAGE = 50;
@@ -59,6 +60,10 @@ export function BatchDetail({ batchId }: { batchId: string }) {
         <dd>{b.transferCount}</dd>
         <dt>Created</dt>
         <dd>{shortTime(b.createdAt)}</dd>
+        <dt>Submitted by</dt>
+        <dd title={actorTitle(b.submittedBy)} data-testid="submitted-by">
+          {actorText(b.submittedBy)}
+        </dd>
         <dt>Finalizes</dt>
         <dd>
           {shortTime(b.finalizeAt)}
@@ -76,6 +81,14 @@ export function BatchDetail({ batchId }: { batchId: string }) {
             <dd>{shortTime(b.cancelledAt)}</dd>
           </>
         )}
+        {b.cancelledBy && (
+          <>
+            <dt>Cancelled by</dt>
+            <dd title={actorTitle(b.cancelledBy)} data-testid="cancelled-by">
+              {actorText(b.cancelledBy)}
+            </dd>
+          </>
+        )}
       </dl>
       {cancellable && <CancelButton batch={b} onCancelled={batch.reload} />}
       <Transfers batch={b} />
@@ -88,7 +101,10 @@ export function BatchDetail({ batchId }: { batchId: string }) {
       <ul class="events">
         {(events.data ?? []).map((e) => (
           <li>
-            <span class="mono">{shortTime(e.occurredAt)}</span> {e.type}
+            <span class="mono">{shortTime(e.occurredAt)}</span> {e.type}{" "}
+            <span class="by" title={actorTitle(e.actor)}>
+              by {actorText(e.actor)}
+            </span>
           </li>
         ))}
       </ul>

@@ -1,5 +1,6 @@
 import type { LedgerEvent } from "../../../client/index.js";
 import { shortTime, useConsole } from "../context.js";
+import { actorText, actorTitle } from "../lib/actors.js";
 import { displayPoints } from "../lib/amounts.js";
 
 function summary(event: LedgerEvent) {
@@ -50,7 +51,10 @@ export function LiveFeed() {
           {feed.map(({ event }) => (
             <li data-event-type={event.type} key={event.id}>
               <span class="mono time">{shortTime(event.occurredAt)}</span>{" "}
-              <span class={`type ${event.type.replace(".", "-")}`}>{event.type}</span> <span class="what">{summary(event)}</span>
+              <span class={`type ${event.type.replace(".", "-")}`}>{event.type}</span> <span class="what">{summary(event)}</span>{" "}
+              <span class="by" title={actorTitle(event.actor)}>
+                by {actorText(event.actor)}
+              </span>
             </li>
           ))}
         </ol>

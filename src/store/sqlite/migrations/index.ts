@@ -330,4 +330,20 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id, claimed_until_ms) WHERE claim_token IS NOT NULL;
     `,
   },
+  {
+    // Who did what (API.md Events, actor): the actor of each event, who submitted and who
+    // cancelled each batch, as JSON text of the domain's Actor (addresses lowercase, as stored
+    // everywhere). Rows written before this were not recorded: they get the system actor, the
+    // one answer that claims nothing about a person (an operator then could have been the
+    // console, a script or the CLI). A cancelled batch's cancelled_by stays NULL here and is read
+    // as the system actor (rows.ts), so no row is rewritten. ADD COLUMN with a constant default
+    // only changes the schema on SQLite: instant on a large database.
+    version: 12,
+    name: "actors",
+    sql: `
+      ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '{"type":"system"}';
+      ALTER TABLE batches ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '{"type":"system"}';
+      ALTER TABLE batches ADD COLUMN cancelled_by TEXT;
+    `,
+  },
 ];
