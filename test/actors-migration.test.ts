@@ -10,7 +10,7 @@ import type { Batch, BatchStatus } from "../src/domain/batch.js";
 import { eventJson, newEventId } from "../src/domain/events.js";
 import { batchJson } from "../src/domain/json.js";
 import { MIGRATIONS as POSTGRES_MIGRATIONS } from "../src/store/postgres/migrations/index.js";
-import { createSqliteStore } from "../src/store/sqlite/index.js";
+import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { MIGRATIONS as SQLITE_MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON } from "./helpers/postgres.js";
