@@ -1,4 +1,5 @@
 import { checksumAddress } from "./address.js";
+import type { Actor, ApiKey } from "./api-keys.js";
 import type { Batch } from "./batch.js";
 import { formatPoints } from "./points.js";
 
@@ -31,5 +32,28 @@ export function batchJson(batch: Batch) {
     updatedAt: isoOrNull(batch.updatedAtMs),
     finalizedAt: isoOrNull(batch.finalizedAtMs),
     cancelledAt: isoOrNull(batch.cancelledAtMs),
+  };
+}
+
+/** An actor as API.md shows it: an operator by its checksummed address. */
+export function actorJson(actor: Actor) {
+  return actor.type === "operator" ? { type: actor.type, address: checksumAddress(actor.address) } : { ...actor };
+}
+
+export type ApiKeyJson = ReturnType<typeof apiKeyJson>;
+
+/** The ApiKey object of API.md ("API keys (backends)"); never a secret, which is not stored. */
+export function apiKeyJson(key: ApiKey) {
+  return {
+    id: key.id,
+    name: key.name,
+    scopes: [...key.scopes],
+    prefix: key.prefix,
+    createdAt: isoTime(key.createdAtMs),
+    createdBy: actorJson(key.createdBy),
+    expiresAt: isoOrNull(key.expiresAtMs),
+    lastUsedAt: isoOrNull(key.lastUsedAtMs),
+    revokedAt: isoOrNull(key.revokedAtMs),
+    revokedReason: key.revokedReason,
   };
 }

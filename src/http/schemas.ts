@@ -108,7 +108,7 @@ export function listQuerySchema(config: Pick<Config, "pointTypes">) {
 // --- Events (docs/api.md Events): the pull API, the admin listing and the stream. ---------------------
 
 /** Comma-separated event type names; the route checks each against the types the listing allows. */
-const EVENT_TYPES_PATTERN = "^[a-z.,]+$";
+const EVENT_TYPES_PATTERN = "^[a-z_.,]+$";
 
 const eventTypesQuery = Type.String({
   pattern: EVENT_TYPES_PATTERN,

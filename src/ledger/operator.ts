@@ -1,9 +1,10 @@
 import type { AddressKey } from "../domain/address.js";
 import { operatorTransition } from "../domain/transitions.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
+import { revokeOperatorKeysFlow } from "./api-keys.js";
 import { inTransaction, io, type Flow } from "./flow.js";
 
-/** operator change (domain/transitions.ts operatorTransition) in one transaction: a change revokes the contract's tokens. */
+/** operator change (domain/transitions.ts operatorTransition) in one transaction: a change revokes the contract's tokens, and the API keys the previous operator created. */
 export function setOperator<Db>(
   database: LedgerDatabase<Db>,
   contract: AddressKey,
@@ -21,5 +22,6 @@ function* operatorFlow<Db>(ports: LedgerPorts<Db>, db: Db, contract: AddressKey,
   // before the other's row existed) is dropped with its event.
   if (!(yield* io(ports.auth.upsertOperator(db, contract, operator, nowMs)))) return;
   if (transition.revokeTokens) yield* io(ports.auth.deleteTokens(db, contract));
-  yield* io(ports.events.appendEvents(db, transition.events));
+  const revokedKeys = yield* revokeOperatorKeysFlow(ports, db, contract, current, nowMs);
+  yield* io(ports.events.appendEvents(db, [...transition.events, ...revokedKeys]));
 }
