@@ -330,6 +330,18 @@ function describeApiKeys(adapter: string, openStore: () => Promise<FreshStore>):
       await createKey(ledger.send, ledger.contract, ledger.token, { name: "room again", scopes: ["read"] });
     });
 
+    it(`of ${MAX_API_KEYS + 5} concurrent creates by the admin (no operator row to lock), exactly ${MAX_API_KEYS} succeed`, async () => {
+      const adminKeys = `/v1/admin/contracts/${ledger.contract}/api-keys`;
+      const answers = await Promise.all(
+        Array.from({ length: MAX_API_KEYS + 5 }, (_, i) =>
+          ledger.send({ method: "POST", url: adminKeys, token: ledger.adminToken, body: { name: `racer ${i}`, scopes: ["read"] } }),
+        ),
+      );
+      expect(answers.filter((answer) => answer.status === 200)).toHaveLength(MAX_API_KEYS);
+      for (const refused of answers.filter((answer) => answer.status !== 200)) expectError(refused, 400, "VALIDATION_FAILED");
+      expect(await ledger.store.listApiKeys(parseAddress(ledger.contract)!)).toHaveLength(MAX_API_KEYS);
+    });
+
     it("records lastUsedAt in memory and writes it at shutdown, not on every request", async () => {
       const { apiKey, secret } = await createKey(ledger.send, ledger.contract, ledger.token, { name: "reader", scopes: ["read"] });
       const url = `/v1/contracts/${ledger.contract}/point-balances`;
