@@ -16,15 +16,18 @@ import {
   batchBody,
   expectError,
   injectSender,
+  listen,
   randomAddress,
   registerOperator,
   newAccount,
+  setupContract,
   signIn,
   type OperatedContract,
   type Send,
   type TestResponse,
 } from "./helpers/http.js";
 import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON } from "./helpers/postgres.js";
+import { isEvent, openSse, type SseConnection } from "./helpers/sse.js";
 
 /**
  * API keys for backends (API.md "API keys (backends)", issue 21) through the real app, one suite
@@ -390,5 +393,37 @@ describe.skipIf(!DATABASE_URL_TEST)(`on PostgreSQL${skipped}`, () => {
   describeApiKeys("PostgreSQL", async () => {
     const schema = await createTestSchema(DATABASE_URL_TEST!);
     return { store: schema.openStore(), databaseUrl: schema.connectionString, remove: () => schema.drop() };
+  });
+});
+
+describe("the event stream with an API key", () => {
+  it("streams to a key with read, and ends once the key is revoked, within a keep-alive interval", async () => {
+    const ledger = await setupContract({ env: { EVENT_STREAM_KEEPALIVE_MS: "200" }, credits: { PHASE2_POINTS: "100" } });
+    const connections: SseConnection[] = [];
+    try {
+      const baseUrl = await listen(ledger.app);
+      const { apiKey, secret } = await createKey(ledger.send, ledger.contract, ledger.token, { name: "feed", scopes: ["read"] });
+      const open = async () => {
+        const connection = await openSse(baseUrl, `/v1/contracts/${ledger.contract}/events/stream`, { authorization: `Bearer ${secret}` });
+        connections.push(connection);
+        return connection;
+      };
+      const sse = await open();
+      expect(sse.status).toBe(200);
+      expect((await sse.next(isEvent)).event).toBe("operator.changed");
+      // Still open after several keep-alives, each of which checks the key again.
+      for (let i = 0; i < 3; i++) await sse.next((frame) => frame.comment !== undefined, 3000);
+      const revoke = await ledger.send({
+        method: "DELETE",
+        url: `/v1/contracts/${ledger.contract}/api-keys/${apiKey.id}`,
+        token: ledger.token,
+      });
+      expect(revoke.status).toBe(200);
+      await sse.ended;
+      expect((await open()).status).toBe(401);
+    } finally {
+      for (const connection of connections) connection.close();
+      await ledger.close();
+    }
   });
 });
