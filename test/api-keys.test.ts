@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { FastifyInstance } from "fastify";
 import { newApiKeySecret } from "../src/auth/api-keys.js";
 import { ManualClock } from "../src/clock.js";
@@ -248,6 +248,20 @@ function describeApiKeys(adapter: string, openStore: () => Promise<FreshStore>):
       const revoke = await ledger.send({ method: "DELETE", url: `${keysUrl}/${apiKey.id}`, token: ledger.token });
       expect(revoke.status).toBe(200);
       expectError(await ledger.send({ method: "GET", url, token: secret }), 401, "UNAUTHORIZED");
+    });
+
+    it("judges a malformed or checksum-broken key without reading the database", async () => {
+      const { secret } = await createKey(ledger.send, ledger.contract, ledger.token, { name: "reader", scopes: ["read"] });
+      const url = `/v1/contracts/${ledger.contract}/point-balances`;
+      const lookups = vi.spyOn(ledger.store, "findApiKey");
+      const broken = secret.slice(0, -1) + (secret.at(-1) === "A" ? "B" : "A");
+      for (const bad of ["plk_", "plk_short", broken, `${secret.slice(0, 20)}!${secret.slice(21)}`]) {
+        expectError(await ledger.send({ method: "GET", url, token: bad }), 401, "UNAUTHORIZED");
+      }
+      expect(lookups).not.toHaveBeenCalled();
+      expect((await ledger.send({ method: "GET", url, token: secret })).status).toBe(200);
+      expect(lookups).toHaveBeenCalledTimes(1);
+      lookups.mockRestore();
     });
 
     it("keys cannot manage keys, with any scope", async () => {
