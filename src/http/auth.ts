@@ -4,7 +4,7 @@ import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from "../auth/api-key
 import { storedKeyOf } from "../auth/challenge-key.js";
 import { parseAddress, type AddressKey } from "../domain/address.js";
 import { allows, isUsable, type Actor, type ApiKey } from "../domain/api-keys.js";
-import { forbidden, rateLimited, unauthorized, type ApiError } from "../domain/errors.js";
+import { assertInvariant, forbidden, rateLimited, unauthorized, type ApiError } from "../domain/errors.js";
 import { MAX_FAILED_AUTHENTICATIONS_PER_MINUTE, RATE_LIMIT_WINDOW_MS } from "../domain/limits.js";
 import { bearerTokenOf, hashToken, isWellFormedToken, secretsEqual } from "../auth/tokens.js";
 import type { TokenGrant } from "../store/store.js";
@@ -126,10 +126,10 @@ async function apiKeyGrant(
   if (apiKey === null || !isUsable(apiKey, ctx.clock.now())) return failAuthentication(limits, request, unauthorized());
   if (pathContractOf(request) !== apiKey.contract) throw forbidden("this API key is not for that contract address");
   const required = request.routeOptions.config.scope;
+  // declareScope (access.ts) stops the app at start-up if a contract route declares none.
+  assertInvariant(required !== undefined, `${request.method} ${request.routeOptions.url ?? ""} declares no scope`);
   if (required === "operator") throw forbidden("only an operator's bearer token or the admin token manages API keys");
-  if (required === undefined || !allows(apiKey.scopes, required)) {
-    throw forbidden(`this API key does not have the ${required} scope`, { requiredScope: String(required) });
-  }
+  if (!allows(apiKey.scopes, required)) throw forbidden(`this API key does not have the ${required} scope`, { requiredScope: required });
   return { kind: "api_key", contract: apiKey.contract, apiKey, secretHash };
 }
 
