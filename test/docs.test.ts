@@ -150,6 +150,7 @@ const PAGES = [
   "docs/migrating.md",
   "docs/operators.md",
   "docs/events.md",
+  "docs/api-keys.md",
   "docs/payouts.md",
   "docs/limits.md",
   "docs/security.md",

@@ -132,7 +132,15 @@ describe("webhook endpoints", () => {
     expect(Buffer.from(secret.slice(6), "base64")).toHaveLength(32);
     expect(endpoint).toMatchObject({ url: "http://127.0.0.1:9/a", description: "orders", disabled: false, disabledReason: null });
     expect(endpoint.id).toMatch(/^we_[0-9a-f]{24}$/);
-    expect(endpoint.types).toEqual(["batch.accepted", "batch.cancelled", "batch.finalized", "credit.created", "operator.changed"]);
+    expect(endpoint.types).toEqual([
+      "batch.accepted",
+      "batch.cancelled",
+      "batch.finalized",
+      "credit.created",
+      "operator.changed",
+      "api_key.created",
+      "api_key.revoked",
+    ]);
     expect(JSON.stringify(endpoint)).not.toContain(secret.slice(6));
 
     const list = await ledger.send({ method: "GET", url: base(owner), token: owner.token });

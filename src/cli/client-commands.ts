@@ -29,6 +29,8 @@ import {
   type WebhookEndpointChange,
   type WebhookEventType,
   type OperatorCredential,
+  type ApiKey,
+  type ApiKeyScope,
   WEBHOOK_DELIVERY_STATUSES,
 } from "../client/index.js";
 import { formatPoints } from "../domain/points.js";
@@ -43,7 +45,8 @@ import { readableDetails, refusal } from "./report.js";
 export type ClientCommand = (argv: string[]) => Promise<number>;
 
 export const CLIENT_USAGE = `
-Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE_KEY, else the token in POINTS_LEDGER_TOKEN):
+Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE_KEY, else the token in POINTS_LEDGER_TOKEN,
+else an API key in POINTS_LEDGER_API_KEY):
   login --contract <addr> [--key-file <file>] [--export] [--url …]
                                           sign in as the operator (key from --key-file or OPERATOR_PRIVATE_KEY) and print
                                           a bearer token; --export prints \`export POINTS_LEDGER_TOKEN=…\` to eval
@@ -67,6 +70,9 @@ Operator commands (talk to a running service; operator key from OPERATOR_PRIVATE
     webhooks retry <endpointId> <deliveryId>        send one delivery again now
     webhooks recover <endpointId> --since <iso>     queue again every FAILED delivery since then
                                           (--url is the endpoint's address here; the service's is --service-url)
+  api-keys create --name <name> --scopes submit,read [--expires <iso>] --contract <addr>
+                                          prints the key and its secret (shown once; the operator's credential only)
+  api-keys list --contract <addr> [--json]   api-keys show|revoke <keyId> --contract <addr>
   console-login --contract <addr> [--url …]
                                           print a one-time link that signs the web console in (expires with the challenge)
   (the URL also comes from POINTS_LEDGER_URL)`;
@@ -127,17 +133,20 @@ function operatorKey(): `0x${string}` {
 const TOKEN_EXPIRY_UNKNOWN = "9999-12-31T23:59:59.000Z";
 
 /**
- * The operator key when OPERATOR_PRIVATE_KEY is set (the client renews its own tokens with it),
- * else the bearer token of `points-ledger login --export` in POINTS_LEDGER_TOKEN.
+ * The credential of a contract command: the operator key when OPERATOR_PRIVATE_KEY is set (the
+ * client renews its own tokens with it), else the bearer token of `points-ledger login --export`
+ * in POINTS_LEDGER_TOKEN, else an API key in POINTS_LEDGER_API_KEY (a backend's: limited to its
+ * scopes, and never the operator's key).
  */
-function operatorCredential(): OperatorCredential {
+function contractCredential(): { operator: OperatorCredential } | { apiKey: string } {
   const token = process.env.POINTS_LEDGER_TOKEN ?? "";
-  if (!process.env.OPERATOR_PRIVATE_KEY && token !== "") return { bearerToken: token, expiresAt: TOKEN_EXPIRY_UNKNOWN };
-  if (!process.env.OPERATOR_PRIVATE_KEY)
-    throw new UsageError(
-      "set OPERATOR_PRIVATE_KEY to the operator's 0x-prefixed 32-byte private key, or POINTS_LEDGER_TOKEN to a token from `points-ledger login`",
-    );
-  return operatorKey();
+  const apiKey = process.env.POINTS_LEDGER_API_KEY ?? "";
+  if (process.env.OPERATOR_PRIVATE_KEY) return { operator: operatorKey() };
+  if (token !== "") return { operator: { bearerToken: token, expiresAt: TOKEN_EXPIRY_UNKNOWN } };
+  if (apiKey !== "") return { apiKey };
+  throw new UsageError(
+    "set OPERATOR_PRIVATE_KEY to the operator's 0x-prefixed 32-byte private key, POINTS_LEDGER_TOKEN to a token from `points-ledger login`, or POINTS_LEDGER_API_KEY to an API key",
+  );
 }
 
 function contractOf(value: string | boolean | undefined): string {
@@ -151,7 +160,7 @@ function urlOf(values: { url?: string | boolean | undefined }): string {
 }
 
 function clientFor(values: { contract?: string | boolean | undefined; url?: string | boolean | undefined }): PointsClient {
-  return new PointsClient({ baseUrl: urlOf(values), contractAddress: contractOf(values.contract), operator: operatorCredential() });
+  return new PointsClient({ baseUrl: urlOf(values), contractAddress: contractOf(values.contract), ...contractCredential() });
 }
 
 /** API and network failures end a command with exit code 1 and a readable line, not a stack. */
@@ -197,7 +206,7 @@ const submit: ClientCommand = async (argv) => {
     console.error(`${file}: ${transfers.length} transfers valid; run id ${runId}`);
     if (values["dry-run"]) return printPlan(transfers, contract, parameters!, runId);
     // The key is needed only now: a file can be checked (and dry-run) without it.
-    const client = new PointsClient({ baseUrl, contractAddress: contract, operator: operatorCredential() });
+    const client = new PointsClient({ baseUrl, contractAddress: contract, ...contractCredential() });
     const progress = progressReporter();
     const summary = await client.submitAll(transfers, { runId, pointType, secondsToFinalize, onProgress: progress.update });
     progress.end();
@@ -656,7 +665,54 @@ const signMessage: ClientCommand = async (argv) => {
   return 0;
 };
 
+const API_KEYS_USAGE =
+  "usage: api-keys create --name <name> --scopes read,submit,cancel,webhooks [--expires <iso>] | list [--json] | show <keyId> | revoke <keyId>";
+
+function apiKeyLine(key: ApiKey): string {
+  const state =
+    key.revokedAt !== null
+      ? `revoked ${key.revokedAt} (${key.revokedReason ?? ""})`
+      : key.expiresAt !== null
+        ? `expires ${key.expiresAt}`
+        : "active";
+  return `${key.id}  ${key.prefix}…  ${key.scopes.join(",")}  ${state}  last used ${key.lastUsedAt ?? "never"}  ${key.name}`;
+}
+
+/** `api-keys …`: the contract's API keys (operator only). The secret is printed once, on stdout, alone. */
+const apiKeys: ClientCommand = async (argv) => {
+  const { values, positionals } = parse(argv, {
+    name: { type: "string" },
+    scopes: { type: "string" },
+    expires: { type: "string" },
+    json: { type: "boolean" },
+  });
+  if (values.help) return usage();
+  const [action, ...ids] = positionals;
+  const wanted = { create: 0, list: 0, show: 1, revoke: 1 }[action ?? ""];
+  if (wanted === undefined || ids.length !== wanted) throw new UsageError(API_KEYS_USAGE);
+  const client = clientFor(values);
+  return reportingFailures(async () => {
+    if (action === "create") {
+      const scopes = required(values.scopes, "scopes").split(",") as ApiKeyScope[];
+      const expiresAt = typeof values.expires === "string" ? values.expires : null;
+      const { apiKey, secret } = await client.apiKeys.create({ name: required(values.name, "name"), scopes, expiresAt });
+      console.error(`created ${apiKeyLine(apiKey)}\nthe secret below is shown only now: keep it in your secret store`);
+      console.log(secret);
+      return 0;
+    }
+    if (action === "list") {
+      const keys = await client.apiKeys.list();
+      for (const key of keys) console.log(values.json ? JSON.stringify(key) : apiKeyLine(key));
+      return 0;
+    }
+    const key = action === "show" ? await client.apiKeys.get(ids[0]!) : await client.apiKeys.revoke(ids[0]!);
+    console.log(values.json ? JSON.stringify(key) : apiKeyLine(key));
+    return 0;
+  });
+};
+
 export const clientCommands: Record<string, ClientCommand> = {
+  "api-keys": apiKeys,
   login,
   "sign-message": signMessage,
   "dev-key": devKey,

@@ -2,7 +2,8 @@ import { checksumAddress, parseAddress } from "../domain/address.js";
 import { DELIVERY_LIST_LIMIT_MAX } from "../domain/limits.js";
 import { addressMessage } from "../domain/messages.js";
 import { PointsApiError, PointsCursorError, PointsInputError, PointsNetworkError } from "./errors.js";
-import { OperatorSession, signerOf, type OperatorCredential, type SessionOptions } from "./session.js";
+import { ApiKeys } from "./api-keys.js";
+import { ApiKeySession, OperatorSession, signerOf, type ContractSession, type OperatorCredential, type SessionOptions } from "./session.js";
 import { EventFeed, eventQueryOf, type EventFeedOptions } from "./events.js";
 import { streamEvents, type EventStreamOptions, type StreamedEvent } from "./event-stream.js";
 import { transferQueryOf, type TransferPage, type TransferPageQuery } from "./transfers.js";
@@ -43,12 +44,18 @@ import type {
   WebhookEndpointChange,
 } from "./types.js";
 
-export interface PointsClientOptions extends TransportOptions, SessionOptions {
+interface ContractClientOptions extends TransportOptions, SessionOptions {
   /** The contract this client acts for. */
   contractAddress: string;
-  /** The contract's operator: a 0x private key or any signer (a viem Account). */
-  operator: OperatorCredential;
 }
+
+/**
+ * The credential: the contract's operator (a 0x private key, any signer such as a viem Account,
+ * or a bearer token), or an API key (`plk_…`) limited to its scopes — the better choice for a
+ * backend, which then never holds the operator's key (docs/api-keys.md).
+ */
+export type PointsClientOptions = ContractClientOptions &
+  ({ operator: OperatorCredential; apiKey?: undefined } | { apiKey: string; operator?: undefined });
 
 /** A page size for iteration, within the server's PAGE_LIMIT_MAX (1000). */
 const DEFAULT_PAGE_SIZE = 500;
@@ -215,7 +222,9 @@ export class PublicClient {
  */
 export class PointsClient extends PublicClient {
   readonly contractAddress: Address;
-  private readonly session: OperatorSession;
+  /** The contract's API keys: create, list, get, revoke (operator only). */
+  readonly apiKeys: ApiKeys;
+  private readonly session: ContractSession;
   private readonly contractPath: string;
   private parametersCache: Promise<Parameters> | null = null;
 
@@ -223,10 +232,14 @@ export class PointsClient extends PublicClient {
     super(options);
     this.contractAddress = requireAddress(options.contractAddress, "contractAddress");
     this.contractPath = `/v1/contracts/${this.contractAddress}`;
-    this.session = new OperatorSession(this.transport, this.contractAddress, signerOf(options.operator), options);
+    this.session =
+      options.apiKey !== undefined
+        ? new ApiKeySession(this.transport, options.apiKey)
+        : new OperatorSession(this.transport, this.contractAddress, signerOf(options.operator), options);
+    this.apiKeys = new ApiKeys(this.session, `${this.contractPath}/api-keys`);
   }
 
-  /** null when the client was given a bearer token instead of a key. */
+  /** null when the client was given a bearer token or an API key instead of the operator's key. */
   get operatorAddress(): string | null {
     return this.session.operatorAddress;
   }

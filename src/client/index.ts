@@ -3,6 +3,7 @@
  * fetch only). See docs/operators.md.
  */
 export { PointsClient, PublicClient, type PointsClientOptions } from "./client.js";
+export { ApiKeys, type Actor, type ApiKey, type ApiKeyScope, type CreatedApiKey, type NewApiKey } from "./api-keys.js";
 export { PointsAdminClient, type AdminClientOptions, type CreditSource } from "./admin.js";
 export { EventFeed, type EventFeedOptions } from "./events.js";
 export type { EventStreamOptions, StreamedEvent } from "./event-stream.js";

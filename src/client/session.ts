@@ -48,11 +48,47 @@ interface HeldToken {
   expiresAtLocalMs: number;
 }
 
+/** How PointsClient authenticates its contract's requests: an operator's session or an API key. */
+export interface ContractSession {
+  readonly operatorAddress: string | null;
+  readonly signIns: number;
+  signIn(): Promise<Session>;
+  /** The credential to send now, for requests the transport does not make (exports, the event stream). */
+  token(): Promise<string>;
+  request<T>(spec: Omit<RequestSpec, "token">): Promise<T>;
+}
+
+/**
+ * An API key (`plk_…`, API.md "API keys"): sent as it is on every request. Nothing to renew: a
+ * 401 means the key was revoked or expired, and reaches the caller.
+ */
+export class ApiKeySession implements ContractSession {
+  readonly operatorAddress = null;
+  readonly signIns = 0;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly apiKey: string,
+  ) {}
+
+  signIn(): Promise<Session> {
+    return Promise.reject(new PointsApiError("UNAUTHORIZED", 401, "the API key was refused (revoked or expired): use another key"));
+  }
+
+  token(): Promise<string> {
+    return Promise.resolve(this.apiKey);
+  }
+
+  request<T>(spec: Omit<RequestSpec, "token">): Promise<T> {
+    return this.transport.request<T>({ ...spec, token: this.apiKey });
+  }
+}
+
 /**
  * Holds one bearer token for one contract and renews it: before each request when it is about to
  * expire, and once when the server answers 401 anyway (revoked, or a clock far off).
  */
-export class OperatorSession {
+export class OperatorSession implements ContractSession {
   private held: HeldToken | null = null;
   private renewing: Promise<HeldToken> | null = null;
   private readonly renewBeforeMs: number;

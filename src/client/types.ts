@@ -1,6 +1,7 @@
 /** The JSON shapes of docs/api.md, as the client receives and sends them. */
 
 import type { EventDataByType as DomainEventData, StreamEventType } from "../domain/events.js";
+import type { ApiKey } from "./api-keys.js";
 
 /**
  * A point type is the service's configuration (POINT_TYPES): the client learns the names from
@@ -130,7 +131,14 @@ export interface Session {
 
 /** Event types of a contract's stream (docs/api.md Events); the admin listing also has `snapshot.created`. */
 export type EventType =
-  "batch.accepted" | "batch.cancelled" | "batch.finalized" | "credit.created" | "operator.changed" | "snapshot.created";
+  | "batch.accepted"
+  | "batch.cancelled"
+  | "batch.finalized"
+  | "credit.created"
+  | "operator.changed"
+  | "snapshot.created"
+  | "api_key.created"
+  | "api_key.revoked";
 
 /** The `data` of each event type; batch events carry the Batch object as GET returns it (no transfers). */
 export interface EventDataByType {
@@ -140,6 +148,8 @@ export interface EventDataByType {
   "credit.created": DomainEventData["credit.created"];
   "operator.changed": DomainEventData["operator.changed"];
   "snapshot.created": DomainEventData["snapshot.created"];
+  "api_key.created": { apiKey: ApiKey };
+  "api_key.revoked": { apiKey: ApiKey };
 }
 
 /** One event as the service returns it; switch on `type` to narrow `data`. */

@@ -86,3 +86,37 @@ function expiryOf(value: unknown, nowMs: number, errors: FieldError[]): number |
 export function allows(scopes: readonly ApiKeyScope[], required: ApiKeyScope): boolean {
   return scopes.includes(required);
 }
+
+/** Why a key stopped working: revoked by a DELETE, or with the operator that created it. */
+export type ApiKeyRevokedReason = "revoked" | "operator_changed";
+
+/** An API key as stored, without its secret (only the secret's hash is stored, and never leaves the adapter). */
+export interface ApiKey {
+  id: string;
+  contract: AddressKey;
+  name: string;
+  scopes: ApiKeyScope[];
+  /** The secret's first SHOWN_PREFIX_LENGTH characters. */
+  prefix: string;
+  createdAtMs: number;
+  createdBy: Actor;
+  expiresAtMs: number | null;
+  lastUsedAtMs: number | null;
+  revokedAtMs: number | null;
+  revokedReason: ApiKeyRevokedReason | null;
+}
+
+/** `key_` + 32 hex digits: what routes and events name a key by (never its secret). */
+export function newApiKeyId(): string {
+  return `key_${globalThis.crypto.randomUUID().replaceAll("-", "")}`;
+}
+
+/** Whether a key may authenticate now: not revoked, not expired. */
+export function isUsable(key: ApiKey, nowMs: number): boolean {
+  return key.revokedAtMs === null && (key.expiresAtMs === null || key.expiresAtMs > nowMs);
+}
+
+/** The operator whose keys an operator change revokes: the key's creator, when an operator made it. */
+export function creatingOperatorOf(actor: Actor): AddressKey | null {
+  return actor.type === "operator" ? actor.address : null;
+}

@@ -42,7 +42,8 @@ export interface FieldError {
 export interface ErrorDetailsByCode {
   VALIDATION_FAILED: FieldError[];
   UNAUTHORIZED: undefined;
-  FORBIDDEN: undefined;
+  /** A route outside an API key's scopes names the scope it needs; other 403s carry none. */
+  FORBIDDEN: { requiredScope: string } | undefined;
   NOT_FOUND: undefined;
   BATCH_ID_EXISTS: { batchId: string; status: BatchStatus; matchesRequest: boolean };
   BATCH_NOT_CANCELLABLE: { batchId: string; status: BatchStatus };
@@ -108,8 +109,8 @@ export function unauthorized(message: string = ERROR_CATALOGUE.UNAUTHORIZED.mess
   return new ApiError("UNAUTHORIZED", message);
 }
 
-export function forbidden(message: string): ApiError {
-  return new ApiError("FORBIDDEN", message);
+export function forbidden(message: string, details?: ErrorDetailsByCode["FORBIDDEN"]): ApiError {
+  return new ApiError("FORBIDDEN", message, details);
 }
 
 export function notFound(message: string): ApiError {

@@ -1,8 +1,8 @@
 import { checksumAddress, type AddressKey } from "./address.js";
 import { actorJson } from "./actors.js";
-import { SYSTEM_ACTOR, type Actor } from "./api-keys.js";
+import { SYSTEM_ACTOR, type Actor, type ApiKey } from "./api-keys.js";
 import type { Batch, PointType } from "./batch.js";
-import { batchJson, isoTime, type BatchJson } from "./json.js";
+import { apiKeyJson, batchJson, isoTime, type ApiKeyJson, type BatchJson } from "./json.js";
 import { formatPoints } from "./points.js";
 
 /**
@@ -19,11 +19,21 @@ export const EVENT_TYPES = [
   "operator.changed",
   "webhook.test",
   "snapshot.created",
+  "api_key.created",
+  "api_key.revoked",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Types a contract's stream (and a webhook endpoint's `types`) can name; webhook.test goes to one endpoint, snapshot.created to the admin stream. */
-export const STREAM_EVENT_TYPES = ["batch.accepted", "batch.cancelled", "batch.finalized", "credit.created", "operator.changed"] as const;
+export const STREAM_EVENT_TYPES = [
+  "batch.accepted",
+  "batch.cancelled",
+  "batch.finalized",
+  "credit.created",
+  "operator.changed",
+  "api_key.created",
+  "api_key.revoked",
+] as const;
 export type StreamEventType = (typeof STREAM_EVENT_TYPES)[number];
 
 export interface EventDataByType {
@@ -34,6 +44,8 @@ export interface EventDataByType {
   "operator.changed": { operatorAddress: string; previousOperatorAddress: string | null };
   "webhook.test": { endpointId: string };
   "snapshot.created": { snapshot: Record<string, unknown> };
+  "api_key.created": { apiKey: ApiKeyJson };
+  "api_key.revoked": { apiKey: ApiKeyJson };
 }
 
 /** An event as the store appends it; `stream` is the address whose stream it is on, null for admin-only events. */
@@ -111,6 +123,11 @@ export function webhookTest(contract: AddressKey, endpointId: string, occurredAt
 /** snapshot.created: on the admin stream only (stream null), appended in the transaction that stores the snapshot. */
 export function snapshotCreated(snapshot: Record<string, unknown>, occurredAtMs: number, actor: Actor): LedgerEvent<"snapshot.created"> {
   return event("snapshot.created", null, occurredAtMs, actor, { snapshot });
+}
+
+/** api_key.created or api_key.revoked: the key as it is after the change (never a secret), on its contract's stream. */
+export function apiKeyEvent(type: "api_key.created" | "api_key.revoked", key: ApiKey, occurredAtMs: number, actor: Actor): LedgerEvent {
+  return event(type, key.contract, occurredAtMs, actor, { apiKey: apiKeyJson(key) });
 }
 
 /** The Event object of API.md: `{id, type, contractAddress, occurredAt, actor, data}`. */

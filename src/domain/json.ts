@@ -1,5 +1,6 @@
 import { checksumAddress } from "./address.js";
 import { actorJson } from "./actors.js";
+import type { ApiKey } from "./api-keys.js";
 import type { Batch } from "./batch.js";
 import { formatPoints } from "./points.js";
 
@@ -34,5 +35,23 @@ export function batchJson(batch: Batch) {
     cancelledAt: isoOrNull(batch.cancelledAtMs),
     submittedBy: actorJson(batch.submittedBy),
     cancelledBy: batch.cancelledBy === null ? null : actorJson(batch.cancelledBy),
+  };
+}
+
+export type ApiKeyJson = ReturnType<typeof apiKeyJson>;
+
+/** The ApiKey object of API.md ("API keys (backends)"); never a secret, which is not stored. */
+export function apiKeyJson(key: ApiKey) {
+  return {
+    id: key.id,
+    name: key.name,
+    scopes: [...key.scopes],
+    prefix: key.prefix,
+    createdAt: isoTime(key.createdAtMs),
+    createdBy: actorJson(key.createdBy),
+    expiresAt: isoOrNull(key.expiresAtMs),
+    lastUsedAt: isoOrNull(key.lastUsedAtMs),
+    revokedAt: isoOrNull(key.revokedAtMs),
+    revokedReason: key.revokedReason,
   };
 }

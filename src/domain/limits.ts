@@ -169,6 +169,9 @@ export const MAX_API_KEYS = 100;
 /** An API key's name, in code points. */
 export const API_KEY_NAME_MAX_LENGTH = 64;
 
+/** How often a process writes the `lastUsedAt` of the keys it saw (API.md: it may lag by up to a minute). */
+export const API_KEY_LAST_USED_FLUSH_MS = 60_000;
+
 /** Sends in flight at once, all endpoints together. */
 export const MAX_IN_FLIGHT_SENDS = 16;
 /** Sends in flight to one endpoint at once: what one slow endpoint can take of MAX_IN_FLIGHT_SENDS. */

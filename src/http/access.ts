@@ -8,10 +8,17 @@ import type { RouteOptions } from "fastify";
 import { API_KEY_SCOPES, type ApiKeyScope } from "../domain/api-keys.js";
 import { assertInvariant } from "../domain/errors.js";
 
+/**
+ * What a contract route needs: an API key scope, or "operator" for the routes no API key may use
+ * (managing API keys: a key must not mint keys). An operator's bearer token holds every scope.
+ */
+export type RouteScope = ApiKeyScope | "operator";
+export const ROUTE_SCOPES: readonly RouteScope[] = [...API_KEY_SCOPES, "operator"];
+
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** The scope a contract route needs (an operator's bearer token holds every scope). */
-    scope?: ApiKeyScope;
+    /** The scope a contract route needs. */
+    scope?: RouteScope;
   }
 }
 
@@ -22,8 +29,8 @@ export const BEARER_SCHEME = "bearer";
 export function declareScope(route: RouteOptions): void {
   const scope = route.config?.scope;
   assertInvariant(
-    scope !== undefined && (API_KEY_SCOPES as readonly string[]).includes(scope),
-    `${String(route.method)} ${route.url} must declare config.scope (one of ${API_KEY_SCOPES.join(", ")})`,
+    scope !== undefined && ROUTE_SCOPES.includes(scope),
+    `${String(route.method)} ${route.url} must declare config.scope (one of ${ROUTE_SCOPES.join(", ")})`,
   );
   // OpenAPI 3.1 lets a bearer scheme's requirement list the roles the operation needs.
   if (route.schema !== undefined) route.schema = { ...route.schema, security: [{ [BEARER_SCHEME]: [scope] }] };

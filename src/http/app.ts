@@ -26,6 +26,8 @@ import type { AppContext } from "./context.js";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./errors.js";
 import { redactingLoggerOptions } from "../log-redaction.js";
 import { BEARER_SCHEME, declareScope } from "./access.js";
+import { ApiKeyUses } from "../auth/api-key-uses.js";
+import { adminApiKeyRoutes, apiKeyRoutes } from "./routes/api-keys.js";
 import { admitByQueueTime, type RequestListener } from "./queue-admission.js";
 import { adminRoutes } from "./routes/admin.js";
 import { authRoutes } from "./routes/auth.js";
@@ -147,15 +149,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await registerCors(app, options.config.corsOrigins);
   await registerDocs(app);
   const authLimits = createAuthLimits(app, ctx);
+  const apiKeyUses = new ApiKeyUses(ctx.store, (error) => app.log.warn({ err: error }, "could not record when API keys were last used"));
 
   operationRoutes(app, ctx);
   authRoutes(app, ctx);
   await app.register(consoleRoutes);
-  await app.register(async (contractScope) => contractRoutes(contractScope, ctx, authLimits), { prefix: "/v1/contracts/:contractAddress" });
+  await app.register(async (contractScope) => contractRoutes(contractScope, ctx, authLimits, apiKeyUses), {
+    prefix: "/v1/contracts/:contractAddress",
+  });
   await app.register(
     async (adminScope) => {
       adminScope.addHook("onRequest", authenticateAdmin(ctx, authLimits));
       adminRoutes(adminScope, ctx);
+      adminApiKeyRoutes(adminScope, ctx);
       adminEventRoutes(adminScope, ctx);
       balancesExportRoute(adminScope, ctx);
       snapshotAdminRoutes(adminScope, ctx);
@@ -165,20 +171,23 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(async (readScope) => publicReadRoutes(readScope, ctx, authLimits), { prefix: "/v1" });
   app.addHook("onClose", async () => {
     unsubscribe();
+    // The last minute's uses of API keys, before the store closes.
+    await apiKeyUses.close().catch((error: unknown) => app.log.warn({ err: error }, "could not record when API keys were last used"));
     await ctx.intake.close();
   });
   return app.decorate("drain", admission.drain);
 }
 
 /** The routes under /v1/contracts/:contractAddress: each declares its scope (access.ts), one hook authenticates them all. */
-function contractRoutes(contractScope: FastifyInstance, ctx: AppContext, authLimits: AuthLimits): void {
+function contractRoutes(contractScope: FastifyInstance, ctx: AppContext, authLimits: AuthLimits, apiKeyUses: ApiKeyUses): void {
   contractScope.addHook("onRoute", declareScope);
-  contractScope.addHook("onRequest", authenticateContract(ctx, authLimits));
+  contractScope.addHook("onRequest", authenticateContract(ctx, authLimits, apiKeyUses));
   balanceRoutes(contractScope, ctx);
   batchRoutes(contractScope, ctx);
   webhookRoutes(contractScope, ctx);
   eventRoutes(contractScope, ctx);
   transferRoutes(contractScope, ctx);
+  apiKeyRoutes(contractScope, ctx);
 }
 
 async function registerRateLimits(app: FastifyInstance): Promise<void> {
@@ -368,7 +377,7 @@ async function registerDocs(app: FastifyInstance): Promise<void> {
             type: "http",
             scheme: "bearer",
             description:
-              "An operator's bearer token (plt_…, every scope), an API key of the contract (plk_…, the scopes it was given), or on /v1/admin the admin token. A contract route lists the scope it needs.",
+              "An operator's bearer token (plt_…, every scope), an API key of the contract (plk_…, the scopes it was given), or on /v1/admin the admin token. A contract route lists the scope it needs; `operator` means no API key may use it (an operator's token or, under /v1/admin, the admin token).",
           },
         },
       },

@@ -63,6 +63,21 @@ const exampleEndpoint = {
   disabledReason: null,
   createdAt: CREATED_AT,
 };
+/** Well-formed (its checksum holds), and in no database. */
+const API_KEY_SECRET = "plk_ZXhhbXBsZS1zZWNyZXQtZm9yLXRoZS1vcGVuYXBpLWRuaSIEi";
+const exampleApiKey = {
+  id: "key_5b1f0c2e9d8a4f7e8c6b3a2d1e0f9a8b",
+  name: "nightly payouts",
+  scopes: ["read", "submit"],
+  prefix: API_KEY_SECRET.slice(0, 12),
+  createdAt: CREATED_AT,
+  createdBy: { type: "operator", address: OPERATOR },
+  expiresAt: null,
+  lastUsedAt: null,
+  revokedAt: null,
+  revokedReason: null,
+};
+
 const exampleDelivery = {
   id: DELIVERY_ID,
   eventId: EVENT_ID,
@@ -86,8 +101,9 @@ const EXAMPLE_DETAILS: { [C in ErrorCode]?: ErrorDetailsByCode[C] } = {
 /** When each code is answered, for the description of an error response. */
 const ERROR_MEANINGS: Partial<Record<string, string>> = {
   VALIDATION_FAILED: "a malformed or missing field, or a bad value; `details` names each offending field",
-  UNAUTHORIZED: "no valid bearer token (or, at solve, a bad challenge or signature)",
-  FORBIDDEN: "a token of another contract, an address that is not the operator, or no admin token",
+  UNAUTHORIZED: "no valid bearer token or API key (unknown, malformed, revoked or expired; or, at solve, a bad challenge or signature)",
+  FORBIDDEN:
+    "a token or API key of another contract, an API key without the route's scope (`details.requiredScope` names it) or on a route only an operator may use, an address that is not the operator, or no admin token",
   NOT_FOUND: "no such resource for this contract",
   BATCH_ID_EXISTS: "this contract already used the batchId; `details.matchesRequest` says whether it is the same batch",
   BATCH_NOT_CANCELLABLE: "the batch is FINALIZING or FINALIZED, or its finalizeAt has passed",
@@ -162,6 +178,12 @@ export const createWebhookBodyDocs: SchemaDocs = {
 export const updateWebhookBodyDocs: SchemaDocs = {
   examples: [{ types: null, description: "payout service, every event" }, { disabled: false }],
 };
+export const createApiKeyBodyDocs: SchemaDocs = {
+  examples: [
+    { name: "nightly payouts", scopes: ["submit", "read"] },
+    { name: "reporting", scopes: ["read"], expiresAt: "2027-06-30T00:00:00.000Z" },
+  ],
+};
 export const recoverBodyDocs: SchemaDocs = { examples: [{ since: "2026-11-20T00:00:00.000Z" }] };
 
 // ---------------------------------------------------------------------------------------------
@@ -232,6 +254,15 @@ export const responseDocs = {
     delivery: { ...exampleDelivery, status: "PENDING", nextAttemptAt: "2026-11-21T11:00:05.000Z" },
   }),
   webhookRecovered: ok("How many FAILED deliveries were queued again.", { requeued: 3 }),
+  apiKeyCreated: ok("The key, and its secret: shown only in this answer (the server keeps only a hash).", {
+    apiKey: exampleApiKey,
+    secret: API_KEY_SECRET,
+  }),
+  apiKey: ok("The key (never its secret).", { apiKey: exampleApiKey }),
+  apiKeys: ok("The contract's keys, revoked ones included, oldest first.", { apiKeys: [exampleApiKey] }),
+  apiKeyRevoked: ok("The key, revoked; a key already revoked is answered as it is.", {
+    apiKey: { ...exampleApiKey, revokedAt: FINALIZE_AT, revokedReason: "revoked" },
+  }),
   health: ok("The process runs.", { status: "ok" }),
   ready: ok("The database answers and accepts writes.", { status: "ready" }),
 };
@@ -354,6 +385,7 @@ interface RouteDocs {
 }
 
 const CONTRACT_ROUTES = "/v1/contracts/:contractAddress";
+const ADMIN_KEY_ROUTES = "/v1/admin/contracts/:contractAddress/api-keys";
 const ENDPOINT_ROUTES = `${CONTRACT_ROUTES}/webhook-endpoints/:endpointId`;
 const SEE = "See docs/api.md";
 
@@ -480,6 +512,32 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
   "GET /v1/snapshots/:snapshotId/tree": {
     summary: "Download a snapshot's whole tree",
     description: `The JSON dump of @openzeppelin/merkle-tree (standard-v1), streamed. ${SEE}, 10. Payouts.`,
+  },
+  [`POST ${CONTRACT_ROUTES}/api-keys`]: {
+    summary: "Create an API key",
+    description: `A key for a backend, limited to the scopes it needs; the secret (plk_…) is shown only in this answer. At most 100 unrevoked keys per contract. Only an operator's bearer token manages keys. ${SEE}, API keys.`,
+  },
+  [`GET ${CONTRACT_ROUTES}/api-keys`]: {
+    summary: "List the API keys",
+    description: `Every key of the contract, revoked ones included; never a secret. lastUsedAt may lag by up to a minute. ${SEE}, API keys.`,
+  },
+  [`GET ${CONTRACT_ROUTES}/api-keys/:keyId`]: { summary: "Read an API key", description: `One key of the contract. ${SEE}, API keys.` },
+  [`DELETE ${CONTRACT_ROUTES}/api-keys/:keyId`]: {
+    summary: "Revoke an API key",
+    description: `Refused by every instance within a second of this answer; a second DELETE answers the key as it is. ${SEE}, API keys.`,
+  },
+  [`POST ${ADMIN_KEY_ROUTES}`]: {
+    summary: "Create an API key for a contract (admin)",
+    description: `Same body and answer as the operator's route; a key the admin creates survives an operator change. Needs the admin token. ${SEE}, API keys.`,
+  },
+  [`GET ${ADMIN_KEY_ROUTES}`]: { summary: "List a contract's API keys (admin)", description: `Needs the admin token. ${SEE}, API keys.` },
+  [`GET ${ADMIN_KEY_ROUTES}/:keyId`]: {
+    summary: "Read a contract's API key (admin)",
+    description: `Needs the admin token. ${SEE}, API keys.`,
+  },
+  [`DELETE ${ADMIN_KEY_ROUTES}/:keyId`]: {
+    summary: "Revoke a contract's API key (admin)",
+    description: `Needs the admin token. ${SEE}, API keys.`,
   },
   "GET /healthz": { summary: "Liveness", description: `200 while the process runs. ${SEE}, 11. Operations.` },
   "GET /readyz": {

@@ -1,4 +1,5 @@
 import {
+  API_KEY_NAME_MAX_LENGTH,
   CURSOR_MAX_LENGTH,
   DELIVERY_LIST_LIMIT_MAX,
   EVENT_TYPES_MAX_LENGTH,
@@ -9,6 +10,7 @@ import {
 import { Type, type TSchema } from "@sinclair/typebox";
 import type { Config } from "../config.js";
 import { ADDRESS_PATTERN } from "../domain/address.js";
+import { API_KEY_SCOPES } from "../domain/api-keys.js";
 import { ASSET_PATTERN, BATCH_STATUSES, ID_MAX_LENGTH, ID_PATTERN, MAX_BLOCK, type PointType } from "../domain/batch.js";
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from "../domain/errors.js";
 import { POINTS_PATTERN, POINTS_STRING_MAX_LENGTH } from "../domain/points.js";
@@ -108,7 +110,7 @@ export function listQuerySchema(config: Pick<Config, "pointTypes">) {
 // --- Events (docs/api.md Events): the pull API, the admin listing and the stream. ---------------------
 
 /** Comma-separated event type names; the route checks each against the types the listing allows. */
-const EVENT_TYPES_PATTERN = "^[a-z.,]+$";
+const EVENT_TYPES_PATTERN = "^[a-z_.,]+$";
 
 const eventTypesQuery = Type.String({
   pattern: EVENT_TYPES_PATTERN,
@@ -396,6 +398,43 @@ export const WebhookResponses = {
   ),
   delivery: ok({ delivery: DeliveryJson }, docs.responseDocs.webhookDelivery),
   recovered: ok({ requeued: Type.Integer() }, docs.responseDocs.webhookRecovered),
+};
+
+// ---------------------------------------------------------------------------------------------
+// API keys (API.md "API keys (backends)"; routes/api-keys.ts). The body's rules beyond its shape
+// (a future expiresAt) are checked by domain/api-keys.ts toApiKeyRequest.
+
+const ApiKeyId = Type.String({ pattern: "^[A-Za-z0-9_]+$", maxLength: 64 });
+export const ApiKeyParams = Type.Object({ contractAddress: Address, keyId: ApiKeyId }, closed);
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: API_KEY_NAME_MAX_LENGTH, pattern: "^[^\\x00-\\x1f\\x7f-\\x9f]+$" }),
+    scopes: Type.Array(Type.Union(API_KEY_SCOPES.map((scope) => Type.Literal(scope))), {
+      minItems: 1,
+      maxItems: API_KEY_SCOPES.length,
+      uniqueItems: true,
+    }),
+    expiresAt: Type.Optional(Type.Union([IsoTime, Type.Null()])),
+  },
+  { ...closed, ...docs.createApiKeyBodyDocs },
+);
+const ApiKeyJson = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  scopes: Type.Array(Type.String()),
+  prefix: Type.String(),
+  createdAt: Time,
+  createdBy: ActorJson,
+  expiresAt: NullableTime,
+  lastUsedAt: NullableTime,
+  revokedAt: NullableTime,
+  revokedReason: Type.Union([Type.String(), Type.Null()]),
+});
+export const ApiKeyResponses = {
+  created: ok({ apiKey: ApiKeyJson, secret: Type.String() }, docs.responseDocs.apiKeyCreated),
+  apiKey: ok({ apiKey: ApiKeyJson }, docs.responseDocs.apiKey),
+  apiKeys: ok({ apiKeys: Type.Array(ApiKeyJson) }, docs.responseDocs.apiKeys),
+  revoked: ok({ apiKey: ApiKeyJson }, docs.responseDocs.apiKeyRevoked),
 };
 
 // ---------------------------------------------------------------------------------------------

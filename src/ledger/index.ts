@@ -1,6 +1,7 @@
 import { SYSTEM_ACTOR } from "../domain/api-keys.js";
 import type { LedgerDatabase } from "../store/ports/ledger.js";
 import type { LedgerOperations } from "../store/store.js";
+import { createApiKey, revokeApiKey } from "./api-keys.js";
 import { cancelBatch } from "./cancel.js";
 import { credit } from "./credit.js";
 import { finalizeDue } from "./finalize.js";
@@ -9,7 +10,7 @@ import { submitBatch } from "./submit.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
- * submit, cancel, finalize, credit and operator change. Adapters supply the database; each
+ * submit, cancel, finalize, credit, operator change and API keys. Adapters supply the database; each
  * operation begins, reads, decides (src/domain/transitions.ts), writes, appends its events and
  * commits here. Each takes who acts; the store's callers that name no one (tools, tests) act as
  * the service itself. The HTTP routes and the CLI always name the actor.
@@ -22,5 +23,7 @@ export function ledgerOperations<Db>(database: LedgerDatabase<Db>): LedgerOperat
     finalizeDue: async (nowMs, limit, onFailure) => finalizeDue(database, nowMs, limit, onFailure),
     credit: async (newCredit, actor = SYSTEM_ACTOR) => credit(database, newCredit, actor),
     setOperator: async (contract, operator, nowMs, actor = SYSTEM_ACTOR) => setOperator(database, contract, operator, nowMs, actor),
+    createApiKey: async (apiKey) => createApiKey(database, apiKey),
+    revokeApiKey: async (contract, id, nowMs, actor = SYSTEM_ACTOR) => revokeApiKey(database, contract, id, nowMs, actor),
   };
 }

@@ -2,9 +2,10 @@ import type { Actor } from "../domain/api-keys.js";
 import type { AddressKey } from "../domain/address.js";
 import { operatorTransition } from "../domain/transitions.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
+import { revokeOperatorKeysFlow } from "./api-keys.js";
 import { inTransaction, io, type Flow } from "./flow.js";
 
-/** operator change (domain/transitions.ts operatorTransition) in one transaction: a change revokes the contract's tokens. */
+/** operator change (domain/transitions.ts operatorTransition) in one transaction: a change revokes the contract's tokens, and the API keys the previous operator created. */
 export function setOperator<Db>(
   database: LedgerDatabase<Db>,
   contract: AddressKey,
@@ -30,5 +31,6 @@ function* operatorFlow<Db>(
   // before the other's row existed) is dropped with its event.
   if (!(yield* io(ports.auth.upsertOperator(db, contract, operator, nowMs)))) return;
   if (transition.revokeTokens) yield* io(ports.auth.deleteTokens(db, contract));
-  yield* io(ports.events.appendEvents(db, transition.events));
+  const revokedKeys = yield* revokeOperatorKeysFlow(ports, db, contract, current, nowMs, actor);
+  yield* io(ports.events.appendEvents(db, [...transition.events, ...revokedKeys]));
 }

@@ -1,7 +1,15 @@
 import type { AddressKey } from "../domain/address.js";
 import { storedActor } from "../domain/actors.js";
-import { SYSTEM_ACTOR, type Actor } from "../domain/api-keys.js";
+import {
+  creatingOperatorOf,
+  SYSTEM_ACTOR,
+  type Actor,
+  type ApiKey,
+  type ApiKeyRevokedReason,
+  type ApiKeyScope,
+} from "../domain/api-keys.js";
 import type { Batch, BatchStatus, PointType } from "../domain/batch.js";
+import type { NewApiKey } from "./ports/api-keys.js";
 import type { OperatorPage } from "./ports/auth.js";
 import type { NewCredit } from "./ports/credits.js";
 import type { StoredBatch, StoredFinalizeFailure } from "./ports/batches.js";
@@ -116,5 +124,59 @@ export function creditColumns(credit: NewCredit): [string, string, string, strin
     credit.createdAtMs,
     credit.asset ?? null,
     credit.block ?? null,
+  ];
+}
+
+/** The api_keys columns both schemas share (the secret's hash is never read back). */
+export interface ApiKeyColumns {
+  id: string;
+  contract: string;
+  name: string;
+  scopes: string;
+  prefix: string;
+  created_at_ms: IntegerColumn;
+  created_by: string;
+  expires_at_ms: IntegerColumn | null;
+  last_used_at_ms: IntegerColumn | null;
+  revoked_at_ms: IntegerColumn | null;
+  revoked_reason: string | null;
+}
+
+/** The columns a key is read with, in either dialect. */
+export const API_KEY_COLUMNS =
+  "id, contract, name, scopes, prefix, created_at_ms, created_by, expires_at_ms, last_used_at_ms, revoked_at_ms, revoked_reason";
+
+export function apiKeyOfRow(row: ApiKeyColumns): ApiKey {
+  return {
+    id: row.id,
+    contract: row.contract as AddressKey,
+    name: row.name,
+    scopes: row.scopes.split(",") as ApiKeyScope[],
+    prefix: row.prefix,
+    createdAtMs: Number(row.created_at_ms),
+    createdBy: JSON.parse(row.created_by) as Actor,
+    expiresAtMs: nullableNumber(row.expires_at_ms),
+    lastUsedAtMs: nullableNumber(row.last_used_at_ms),
+    revokedAtMs: nullableNumber(row.revoked_at_ms),
+    revokedReason: row.revoked_reason as ApiKeyRevokedReason | null,
+  };
+}
+
+/** The row values of a new key, in API_KEY_INSERT_COLUMNS order. */
+export const API_KEY_INSERT_COLUMNS =
+  "id, contract, name, scopes, prefix, secret_hash, created_at_ms, created_by, created_by_operator, expires_at_ms";
+
+export function apiKeyInsertValues({ key, secretHash }: NewApiKey): unknown[] {
+  return [
+    key.id,
+    key.contract,
+    key.name,
+    key.scopes.join(","),
+    key.prefix,
+    secretHash,
+    key.createdAtMs,
+    JSON.stringify(key.createdBy),
+    creatingOperatorOf(key.createdBy),
+    key.expiresAtMs,
   ];
 }

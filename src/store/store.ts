@@ -1,4 +1,5 @@
 import type { AccountsStore } from "./ports/accounts.js";
+import type { ApiKeysStore } from "./ports/api-keys.js";
 import type { AuthStore } from "./ports/auth.js";
 import type { BatchesStore } from "./ports/batches.js";
 import type { EventsStore } from "./ports/events.js";
@@ -18,6 +19,7 @@ export { availableOf, type Balance } from "../domain/balance.js";
 // The per-concern ports, re-exported so the HTTP layer and the worker keep one import.
 export type * from "./ports/accounts.js";
 export type * from "./ports/auth.js";
+export type * from "./ports/api-keys.js";
 export type * from "./ports/batches.js";
 export type * from "./ports/credits.js";
 export type * from "./ports/transfers.js";
@@ -35,7 +37,8 @@ export interface Violation {
  * The whole port: one sub-interface per concern, implemented by the adapters' mirrored files
  * (sqlite/<file>.ts beside postgres/<file>.ts), plus the database's own life cycle.
  */
-export interface LedgerStore extends AccountsStore, BatchesStore, AuthStore, EventsStore, WebhooksStore, TransfersStore, SnapshotsStore {
+export interface LedgerStore
+  extends AccountsStore, BatchesStore, AuthStore, ApiKeysStore, EventsStore, WebhooksStore, TransfersStore, SnapshotsStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;
@@ -50,7 +53,10 @@ export interface LedgerStore extends AccountsStore, BatchesStore, AuthStore, Eve
 }
 
 /** The LedgerStore operations the flows of src/ledger/ implement, once for both adapters. */
-export type LedgerOperations = Pick<LedgerStore, "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator">;
+export type LedgerOperations = Pick<
+  LedgerStore,
+  "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator" | "createApiKey" | "revokeApiKey"
+>;
 
 /**
  * The flows over one adapter's database, handed to the adapter by whoever composes a store

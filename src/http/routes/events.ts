@@ -2,13 +2,13 @@ import { EVENT_CURSOR_REFRESH_MS, PAGE_LIMIT_DEFAULT } from "../../domain/limits
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Static } from "@sinclair/typebox";
-import { bearerTokenOf, hashToken } from "../../auth/tokens.js";
 import type { AddressKey } from "../../domain/address.js";
 import { invalidCursor } from "../../domain/cursor.js";
 import { ApiError, validationFailed, type FieldError } from "../../domain/errors.js";
 import { STREAM_EVENT_TYPES, eventJson, type EventType } from "../../domain/events.js";
 import { cursorMessage } from "../../domain/messages.js";
 import type { EventQuery, StoredEvent } from "../../store/store.js";
+import { credentialCheck } from "../auth.js";
 import type { ApiInstance, AppContext } from "../context.js";
 import { ServerKeys } from "../cursor-key.js";
 import { EventCursors, type CursorScope, type DecodedEventCursor } from "../event-cursor.js";
@@ -128,14 +128,18 @@ function streamRoute(app: ApiInstance, ctx: AppContext, streams: EventStreams): 
       const grant = request.grant!;
       const cursors = await cursorsOf(ctx);
       const { after, types } = parseQuery(cursors, grant.contract, request.query, STREAM_EVENT_TYPES, resumeFrom);
-      // The contract hook has checked the token; the stream checks it again now and then, and ends at its expiry.
-      const tokenHash = hashToken(bearerTokenOf(request.headers.authorization) ?? "");
-      const authorized = async () => (await ctx.store.findToken(tokenHash, ctx.clock.now()))?.expiresAtMs ?? null;
+      // The contract hook has checked the credential; the stream checks it again now and then, and ends at its expiry.
+      const credential = credentialCheck(ctx, grant, request.headers.authorization);
       const body = await streams
         .start({
           query: { stream: grant.contract, types: types ?? STREAM_EVENT_TYPES },
           after: after === null ? null : { position: after.position, verify: after.issuedAtMs === null },
-          holder: { contract: grant.contract, token: tokenHash.toString("hex"), expiresAtMs: grant.expiresAtMs, authorized },
+          holder: {
+            contract: grant.contract,
+            token: credential.holder,
+            expiresAtMs: credential.expiresAtMs,
+            authorized: credential.authorized,
+          },
           idOf: (stored) => cursorOfEvent(cursors, grant.contract, stored),
         })
         // The store quotes its position as `after`; the client is told about the cursor it sent, header or query.

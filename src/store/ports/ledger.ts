@@ -1,5 +1,6 @@
 import type { LedgerEvent } from "../../domain/events.js";
 import type { AccountsPort } from "./accounts.js";
+import type { ApiKeysPort } from "./api-keys.js";
 import type { AuthPort } from "./auth.js";
 import type { BatchesPort } from "./batches.js";
 import type { CreditsPort } from "./credits.js";
@@ -16,6 +17,7 @@ export interface LedgerPorts<Db, out M extends Io = Io> {
   batches: BatchesPort<Db, M>;
   credits: CreditsPort<Db, M>;
   auth: AuthPort<Db, M>;
+  apiKeys: ApiKeysPort<Db, M>;
   events: EventsAppendPort<Db, M>;
 }
 

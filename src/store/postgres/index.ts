@@ -1,5 +1,6 @@
 import type { LedgerFlows, LedgerStore } from "../store.js";
 import { accounts } from "./accounts.js";
+import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
 import { batches } from "./batches.js";
 import { credits } from "./credits.js";
@@ -51,6 +52,12 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     createToken: (token) => run(() => auth.insertToken(pool, token)),
     findToken: (tokenHash, nowMs) => run(() => auth.lookupToken(pool, tokenHash, nowMs)),
     purgeExpired: (nowMs) => run(() => auth.deleteExpired(pool, nowMs)),
+    createApiKey: (apiKey) => run(() => ledger.createApiKey(apiKey)),
+    revokeApiKey: (contract, id, nowMs) => run(() => ledger.revokeApiKey(contract, id, nowMs)),
+    listApiKeys: (contract) => run(() => apiKeys.listApiKeys(pool, contract)),
+    getApiKey: (contract, id) => run(() => apiKeys.readApiKey(pool, contract, id)),
+    findApiKey: (secretHash) => run(() => apiKeys.lookupApiKey(pool, secretHash)),
+    recordApiKeyUses: (uses) => run(() => apiKeys.writeLastUses(pool, uses)),
     ...webhookOperations(pool, run),
     verify: () => run(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
     onCommittedEvents: (listener) => committedEventsOf(pool).subscribe(listener),

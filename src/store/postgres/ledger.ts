@@ -1,6 +1,7 @@
 import type { LedgerEvent } from "../../domain/events.js";
 import type { EventsAppendPort, LedgerDatabaseOf } from "../ports/ledger.js";
 import { accounts } from "./accounts.js";
+import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
 import { batches } from "./batches.js";
 import { credits } from "./credits.js";
@@ -27,7 +28,7 @@ const events = {
 export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async"> {
   return {
     mode: "async",
-    ports: { accounts, batches, credits, auth, events },
+    ports: { accounts, batches, credits, auth, apiKeys, events },
     transact: (work, options) => transaction(pool, work, options),
     read: (work) => work(pool),
     // Each batch commits alone (finalizeAttempt), so the pass itself holds no transaction: its

@@ -1,5 +1,6 @@
 import type { LedgerFlows, LedgerStore } from "../store.js";
 import { accounts } from "./accounts.js";
+import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
 import { batches } from "./batches.js";
 import { credits } from "./credits.js";
@@ -49,6 +50,10 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     createToken: async (token) => auth.insertToken(db, token),
     findToken: async (tokenHash, nowMs) => auth.lookupToken(db, tokenHash, nowMs),
     purgeExpired: async (nowMs) => auth.deleteExpired(db, nowMs),
+    listApiKeys: async (contract) => apiKeys.listApiKeys(db, contract),
+    getApiKey: async (contract, id) => apiKeys.readApiKey(db, contract, id),
+    findApiKey: async (secretHash) => apiKeys.lookupApiKey(db, secretHash),
+    recordApiKeyUses: async (uses) => db.transaction(() => apiKeys.writeLastUses(db, uses)).immediate(),
     ...webhookOperations(() => db),
     verify: async () => db.transaction(() => verifyLedger(db))(),
     // Replaced below: a subscription is synchronous, not a guarded database operation.

@@ -2,6 +2,7 @@ import type { LedgerEvent } from "../../domain/events.js";
 import { StoreUnavailableError } from "../errors.js";
 import type { EventsAppendPort, LedgerDatabaseOf, TransactOptions } from "../ports/ledger.js";
 import { accounts } from "./accounts.js";
+import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
 import { batches } from "./batches.js";
 import { credits } from "./credits.js";
@@ -54,7 +55,7 @@ function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactO
 export function sqliteLedger(current: () => SqliteDb): LedgerDatabaseOf<SqliteDb, "sync"> {
   return {
     mode: "sync",
-    ports: { accounts, batches, credits, auth, events },
+    ports: { accounts, batches, credits, auth, apiKeys, events },
     transact: (work, options) => transact(current(), work, options),
     read: (work) => work(current()),
     finalizePass: (work) => {

@@ -305,4 +305,29 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE batches ADD COLUMN cancelled_by JSONB;
     `,
   },
+  {
+    // API keys for backends (issue 21): see the SQLite migration.
+    version: 11,
+    name: "api_keys",
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        contract TEXT NOT NULL,
+        name TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        secret_hash BYTEA NOT NULL UNIQUE,
+        created_at_ms BIGINT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_by_operator TEXT,
+        expires_at_ms BIGINT,
+        last_used_at_ms BIGINT,
+        revoked_at_ms BIGINT,
+        revoked_reason TEXT CHECK (revoked_reason IN ('revoked', 'operator_changed')),
+        CHECK ((revoked_at_ms IS NULL) = (revoked_reason IS NULL))
+      );
+      CREATE INDEX api_keys_by_contract ON api_keys (contract, created_at_ms);
+      CREATE INDEX api_keys_unrevoked ON api_keys (contract, created_by_operator) WHERE revoked_at_ms IS NULL;
+    `,
+  },
 ];

@@ -346,4 +346,33 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE batches ADD COLUMN cancelled_by TEXT;
     `,
   },
+  {
+    // API keys for backends (issue 21; API.md "API keys (backends)"). Only the secret's HMAC is
+    // stored (src/auth/api-keys.ts), unique so a presented secret is found by one index read.
+    // created_by_operator names the operator that created a key (NULL: the admin), so an operator
+    // change revokes exactly its keys; api_keys_unrevoked counts a contract's live keys for the
+    // MAX_API_KEYS limit. Scopes are comma-separated names, created_by an actor as JSON.
+    version: 13,
+    name: "api_keys",
+    sql: `
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        contract TEXT NOT NULL,
+        name TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        prefix TEXT NOT NULL,
+        secret_hash BLOB NOT NULL UNIQUE,
+        created_at_ms INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_by_operator TEXT,
+        expires_at_ms INTEGER,
+        last_used_at_ms INTEGER,
+        revoked_at_ms INTEGER,
+        revoked_reason TEXT CHECK (revoked_reason IN ('revoked', 'operator_changed')),
+        CHECK ((revoked_at_ms IS NULL) = (revoked_reason IS NULL))
+      ) WITHOUT ROWID;
+      CREATE INDEX api_keys_by_contract ON api_keys (contract, created_at_ms);
+      CREATE INDEX api_keys_unrevoked ON api_keys (contract, created_by_operator) WHERE revoked_at_ms IS NULL;
+    `,
+  },
 ];
