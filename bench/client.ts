@@ -66,6 +66,15 @@ export async function signIn(baseUrl: string, operator: Operator): Promise<strin
   return solved.bearerToken;
 }
 
+/** Creates an API key of the operator's contract with `scopes`; returns its secret (shown once). */
+export async function createApiKey(baseUrl: string, token: string, operator: Operator, scopes: string[]): Promise<string> {
+  const created = await call<{ secret: string }>(baseUrl, "POST", `/v1/contracts/${operator.contract}/api-keys`, token, {
+    name: "bench",
+    scopes,
+  });
+  return created.secret;
+}
+
 export interface BatchSummary {
   id: string;
   status: string;

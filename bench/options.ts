@@ -13,6 +13,8 @@ export interface BenchOptions {
   cpuProfDir: string | null;
   /** Batches per finalizer pass given to the server (FINALIZER_BATCHES_PER_PASS), or null for its default. */
   finalizerBatchesPerPass: number | null;
+  /** Submit with an API key (scopes submit, read) instead of the operator's bearer token. */
+  apiKey: boolean;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -22,6 +24,7 @@ export const USAGE = `npm run bench -- [options]
   --connections N       concurrent connections of the load (default 8, the load of the speed targets)
   --db sqlite|postgres  postgres reads BENCH_DATABASE_URL (skipped when unset)
   --processes N         server processes on one PostgreSQL database (default 1)
+  --api-key             submit with an API key (scopes submit, read) instead of a bearer token
   --soak MINUTES        mixed load for that long at the end, sampling server RSS every 10 s
   --cpu-prof DIR        write V8 CPU profiles of the server and both ceilings into DIR
   --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes
@@ -54,6 +57,7 @@ export function parseOptions(argv: string[]): BenchOptions | "help" {
       soak: { type: "string" },
       "cpu-prof": { type: "string" },
       "finalizer-batches-per-pass": { type: "string" },
+      "api-key": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -70,6 +74,7 @@ export function parseOptions(argv: string[]): BenchOptions | "help" {
     processes,
     soakMinutes: minutes(values.soak),
     cpuProfDir: values["cpu-prof"] ?? null,
+    apiKey: values["api-key"] ?? false,
     finalizerBatchesPerPass:
       values["finalizer-batches-per-pass"] === undefined
         ? null

@@ -7,7 +7,7 @@ import { loadConfig } from "../src/config.js";
 import { openStore } from "../src/ledger/open.js";
 import { createBenchSchema } from "./postgres-schema.js";
 import { measureHttpCeiling, measureStorageCeiling } from "./ceilings.js";
-import { newOperator, registerAndCredit, signIn, type Operator } from "./client.js";
+import { createApiKey, newOperator, registerAndCredit, signIn, type Operator } from "./client.js";
 import { startCluster } from "./cluster.js";
 import { parseOptions, USAGE, type BenchOptions } from "./options.js";
 import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
@@ -131,6 +131,8 @@ async function acceptStart(run: Run) {
   try {
     await registerAndCredit(cluster.urls[0]!, run.adminToken, run.ctx.operator, BENCH_POINT_TYPE, CREDIT_POINTS);
     run.ctx.token = await signIn(cluster.urls[0]!, run.ctx.operator);
+    // --api-key: the accept phase submits as a backend would, with a key instead of the operator's token.
+    if (run.options.apiKey) run.ctx.token = await createApiKey(cluster.urls[0]!, run.ctx.token, run.ctx.operator, ["submit", "read"]);
     const accept = await acceptPhase(cluster, run.ctx, warmupSec(run.options));
     return { accept, startupToReadyMs: cluster.services[0]!.startupToReadyMs, peakRssMb: await cluster.stop() };
   } catch (error) {
@@ -230,6 +232,7 @@ function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
     connections: options.connections,
     durationSec: options.durationSec,
     short: options.short,
+    credential: options.apiKey ? "api key" : "bearer token",
     transfersPerBatch: run.payload.transfersPerBatch,
     bodyBytes: run.ctx.dueSoonBodies[0]!.length,
     distinctBodies: DISTINCT_BODIES,

@@ -11,6 +11,7 @@
  * With CONSOLE_SCREENSHOTS=1, screenshots of every screen at both widths go to console-screenshots/
  * (not committed).
  */
+import { STREAM_EVENT_TYPES } from "../src/domain/events.js";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -295,7 +296,8 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's layout, overview and webhooks in 
     const client = operatorClient(shell);
     await go(page, "#/webhooks", "Webhooks");
     await page.getByLabel("Endpoint URL").fill(`${receiver.url}/chosen`);
-    for (const type of ["batch.accepted", "credit.created", "operator.changed"]) await page.getByLabel(type).uncheck();
+    const chosen = ["batch.cancelled", "batch.finalized"];
+    for (const type of STREAM_EVENT_TYPES.filter((t) => !chosen.includes(t))) await page.getByLabel(type).uncheck();
     await page.getByRole("button", { name: "Add endpoint" }).click();
     const panel = page.getByTestId("webhook-secret");
     await panel.waitFor({ timeout: WAIT_MS });
