@@ -2,6 +2,12 @@ import { defineConfig } from "vitest/config";
 
 /** Suites that measure latency under load: they run on their own, after the others (groupOrder). */
 const LOAD_SUITES = ["test/overload-admission.test.ts"];
+/**
+ * Suites that read PostgreSQL's event log right after writing: an event is listed once every
+ * older transaction of the cluster has ended (src/store/postgres/events.ts), so another file's
+ * open transaction can hold their newest events back. Each runs alone, after the others.
+ */
+const PG_EVENT_SUITES = ["test/events-postgres.test.ts", "test/api-keys.test.ts"];
 
 const common = {
   testTimeout: 60_000,
@@ -14,8 +20,19 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ["default"],
     projects: [
-      { test: { ...common, name: "suites", include: ["test/**/*.test.ts"], exclude: LOAD_SUITES, sequence: { groupOrder: 0 } } },
+      {
+        test: {
+          ...common,
+          name: "suites",
+          include: ["test/**/*.test.ts"],
+          exclude: [...LOAD_SUITES, ...PG_EVENT_SUITES],
+          sequence: { groupOrder: 0 },
+        },
+      },
       { test: { ...common, name: "load", include: LOAD_SUITES, sequence: { groupOrder: 1 } } },
+      ...PG_EVENT_SUITES.map((file, i) => ({
+        test: { ...common, name: `pg-events-${i + 1}`, include: [file], sequence: { groupOrder: 2 + i } },
+      })),
     ],
   },
 });

@@ -174,9 +174,12 @@ function describeApiKeys(adapter: string, openStore: () => Promise<FreshStore>):
         token: ledger.token,
       });
       expect(events.status, events.text).toBe(200);
-      const [event] = (events.json as { events: { type: string; data: { apiKey: ApiKeyJson } }[] }).events;
+      const [event] = (events.json as { events: { type: string; actor: unknown; data: { apiKey: ApiKeyJson } }[] }).events;
       expect(event?.type).toBe("api_key.created");
       expect(event?.data.apiKey).toEqual(apiKey);
+      // Caused by whoever created it: here the operator, as its createdBy says.
+      expect(event?.actor).toEqual(apiKey.createdBy);
+      expect(event?.actor).toMatchObject({ type: "operator" });
       expect(events.text).not.toContain(secret.slice(12));
       // Stored only as a hash: no column of the table holds the secret.
       expect(JSON.stringify(await ledger.store.listApiKeys(parseAddress(ledger.contract)!))).not.toContain(secret.slice(12));
@@ -295,7 +298,9 @@ function describeApiKeys(adapter: string, openStore: () => Promise<FreshStore>):
         url: `/v1/contracts/${ledger.contract}/events?types=api_key.revoked`,
         token: ledger.token,
       });
-      expect((events.json as { events: unknown[] }).events).toHaveLength(1);
+      const revokedEvents = (events.json as { events: { actor: unknown }[] }).events;
+      expect(revokedEvents).toHaveLength(1);
+      expect(revokedEvents[0]!.actor).toMatchObject({ type: "operator" });
 
       const other = await addContract({ send: ledger.send, adminToken: ledger.adminToken });
       const otherKeys = `/v1/contracts/${other.contract}/api-keys/${apiKey.id}`;
@@ -323,8 +328,10 @@ function describeApiKeys(adapter: string, openStore: () => Promise<FreshStore>):
 
       const token = await signIn(ledger.send, ledger.contract, next);
       const events = await ledger.send({ method: "GET", url: `/v1/contracts/${ledger.contract}/events?types=api_key.revoked`, token });
-      const revoked = (events.json as { events: { data: { apiKey: ApiKeyJson } }[] }).events;
+      const revoked = (events.json as { events: { actor: unknown; data: { apiKey: ApiKeyJson } }[] }).events;
       expect(revoked.map((event) => event.data.apiKey.id)).toEqual([mine.apiKey.id]);
+      // API.md: revoked with the operator change, whose actor is the admin.
+      expect(revoked.map((event) => event.actor)).toEqual([{ type: "admin" }]);
       // The new operator's keys stay when the same operator is set again.
       const theirs = await createKey(ledger.send, ledger.contract, token, { name: "new operator's", scopes: ["read"] });
       await registerOperator(ledger.send, ledger.adminToken, ledger.contract, next.address);

@@ -24,6 +24,12 @@ export type { PostgresOptions } from "./db.js";
 export function postgresStore(options: PostgresOptions, flows: LedgerFlows): LedgerStore {
   const pool = createPool(options);
   const run = <T>(work: () => Promise<T>) => guard(pool, work);
+  // A ledger operation guarded as it is, every argument passed on (an optional one, like the
+  // actor, cannot be dropped by a wrapper that lists them).
+  const guarded =
+    <A extends unknown[], R>(operation: (...args: A) => Promise<R>) =>
+    (...args: A) =>
+      run(() => operation(...args));
   let closing: Promise<void> | null = null;
   // The flows (src/ledger/) run over it with awaits, each transaction on one pooled client.
   const ledger = flows(postgresLedger(pool));
@@ -34,17 +40,17 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     // Idempotent, like the SQLite adapter's: shutdown paths may close the store more than once.
     close: () => (closing ??= pool.end()),
     getOperator: (contract) => run(() => auth.readOperator(pool, contract)),
-    setOperator: (contract, operator, nowMs, actor) => run(() => ledger.setOperator(contract, operator, nowMs, actor)),
+    setOperator: guarded(ledger.setOperator),
     listOperators: (query) => run(() => auth.listOperators(pool, query)),
-    credit: (newCredit, actor) => run(() => ledger.credit(newCredit, actor)),
+    credit: guarded(ledger.credit),
     getBalances: (address, pointTypes) => run(() => accounts.readBalances(pool, address, pointTypes)),
     getAssetEarnings: (address) => run(() => credits.readAssetEarnings(pool, address)),
     pointTypesInUse: () => run(() => pointTypesInUse(pool)),
-    submitBatch: (batch, submittedBy) => run(() => ledger.submitBatch(batch, submittedBy)),
+    submitBatch: guarded(ledger.submitBatch),
     getBatch: (contract, batchId) => run(() => batches.readBatch(pool, contract, batchId)),
     listBatches: (contract, query) => run(() => batches.listBatches(pool, contract, query)),
-    cancelBatch: (contract, batchId, nowMs, cancelledBy) => run(() => ledger.cancelBatch(contract, batchId, nowMs, cancelledBy)),
-    finalizeDue: (nowMs, limit, onFailure) => run(() => ledger.finalizeDue(nowMs, limit, onFailure)),
+    cancelBatch: guarded(ledger.cancelBatch),
+    finalizeDue: guarded(ledger.finalizeDue),
     nextFinalizeAtMs: () => run(() => batches.nextFinalizeAtMs(pool)),
     countFailingBatches: () => run(() => batches.countFailingBatches(pool)),
     serverKey: (name, candidate) => run(() => auth.readOrStoreServerKey(pool, name, candidate)),
@@ -52,8 +58,8 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     createToken: (token) => run(() => auth.insertToken(pool, token)),
     findToken: (tokenHash, nowMs) => run(() => auth.lookupToken(pool, tokenHash, nowMs)),
     purgeExpired: (nowMs) => run(() => auth.deleteExpired(pool, nowMs)),
-    createApiKey: (apiKey) => run(() => ledger.createApiKey(apiKey)),
-    revokeApiKey: (contract, id, nowMs) => run(() => ledger.revokeApiKey(contract, id, nowMs)),
+    createApiKey: guarded(ledger.createApiKey),
+    revokeApiKey: guarded(ledger.revokeApiKey),
     listApiKeys: (contract) => run(() => apiKeys.listApiKeys(pool, contract)),
     getApiKey: (contract, id) => run(() => apiKeys.readApiKey(pool, contract, id)),
     findApiKey: (secretHash) => run(() => apiKeys.lookupApiKey(pool, secretHash)),
