@@ -166,14 +166,17 @@ function SecretPanel({ shown, onDismiss }: { shown: ShownSecret; onDismiss(): vo
   );
 }
 
-/** Active, expired, or revoked with its reason; a revoked key that also expired reads as revoked. */
-function keyStatus(key: ApiKey, nowMs: number): { label: string; tone: string } {
+/** Active, expired, or revoked (with why); a revoked key that also expired reads as revoked. */
+function keyStatus(key: ApiKey, nowMs: number): { label: string; tone: string; reason: string | null } {
   if (key.revokedAt !== null) {
-    const why = key.revokedReason === "operator_changed" ? "operator changed" : "by the operator";
-    return { label: `revoked (${why})`, tone: "CANCELLED" };
+    return {
+      label: "revoked",
+      tone: "CANCELLED",
+      reason: key.revokedReason === "operator_changed" ? "operator changed" : "by the operator",
+    };
   }
-  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= nowMs) return { label: "expired", tone: "PENDING" };
-  return { label: "active", tone: "FINALIZED" };
+  if (key.expiresAt !== null && Date.parse(key.expiresAt) <= nowMs) return { label: "expired", tone: "PENDING", reason: null };
+  return { label: "active", tone: "FINALIZED", reason: null };
 }
 
 function KeyTable({ keys, act }: { keys: ApiKey[]; act: Act }) {
@@ -199,11 +202,11 @@ function KeyTable({ keys, act }: { keys: ApiKey[]; act: Act }) {
           {keys.map((key) => {
             const status = keyStatus(key, nowMs);
             return (
-              <tr data-api-key-id={key.id} data-status={status.label.split(" ")[0]}>
+              <tr data-api-key-id={key.id} data-status={status.label}>
                 <td data-label="Name" class="key-name">
                   <span>{key.name}</span>
                 </td>
-                <td data-label="Scopes" data-field="scopes">
+                <td data-label="Scopes" class="scopes" data-field="scopes">
                   {key.scopes.join(", ")}
                 </td>
                 <td data-label="Prefix" class="mono" data-field="prefix">
@@ -222,9 +225,16 @@ function KeyTable({ keys, act }: { keys: ApiKey[]; act: Act }) {
                 <td data-label="Last used" data-field="last-used">
                   {key.lastUsedAt === null ? "never" : <When iso={key.lastUsedAt} />}
                 </td>
-                <td data-label="Status">
-                  <span class={`status ${status.tone}`} data-field="status">
-                    {status.label}
+                <td data-label="Status" class="key-status">
+                  <span>
+                    <span class={`status ${status.tone}`} data-field="status">
+                      {status.label}
+                    </span>
+                    {status.reason && (
+                      <span class="muted reason" data-field="revoked-reason">
+                        {status.reason}
+                      </span>
+                    )}
                   </span>
                 </td>
                 <td data-label="Action">
