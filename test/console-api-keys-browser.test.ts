@@ -103,7 +103,9 @@ async function layoutProblems(page: Page): Promise<string[]> {
       el.closest("dialog:not([open]), .visually-hidden, .skip") === null &&
       !hiddenHead(el);
     const name = (el: Element) => `${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}"`;
-    for (const el of Array.from(document.querySelectorAll("td, th, button, input, code, h1, h2, nav a, .table-wrap, .secret-once"))) {
+    for (const el of Array.from(
+      document.querySelectorAll("td, th, button, input, code, h1, h2, p, dialog, nav a, .table-wrap, .secret-once"),
+    )) {
       if (!shown(el)) continue;
       const box = el.getBoundingClientRect();
       if (el.scrollWidth > el.clientWidth + 1 && el.tagName !== "INPUT") {
@@ -228,7 +230,12 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's API keys screen in Chromium", () 
     const dialog = page.getByRole("dialog", { name: `Revoke key “${KEY_NAME}”?` });
     await dialog.waitFor({ timeout: WAIT_MS });
     expect(await dialog.innerText()).toContain(secret.slice(0, 12));
-    await page.screenshot({ path: join(SCREENSHOTS, "api-keys-revoke-dialog-1280.png") });
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.screenshot({ path: join(SCREENSHOTS, `api-keys-revoke-dialog-${width}.png`) });
+      expect(await layoutProblems(page), `revoke dialog at ${width} px`).toEqual([]);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
     await dialog.getByRole("button", { name: "Keep it" }).click();
     expect(await dialog.isVisible()).toBe(false);
     expect((await call(server.url, "GET", contractPath("/point-balances"), secret)).status).toBe(200);
