@@ -295,7 +295,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's layout, overview and webhooks in 
     const client = operatorClient(shell);
     await go(page, "#/webhooks", "Webhooks");
     await page.getByLabel("Endpoint URL").fill(`${receiver.url}/chosen`);
-    for (const type of ["batch.accepted", "credit.created", "operator.changed"]) await page.getByLabel(type).uncheck();
+    for (const type of ["batch.accepted", "credit.created", "operator.changed", "api_key.created", "api_key.revoked"]) {
+      await page.getByLabel(type).uncheck();
+    }
     await page.getByRole("button", { name: "Add endpoint" }).click();
     const panel = page.getByTestId("webhook-secret");
     await panel.waitFor({ timeout: WAIT_MS });
@@ -365,6 +367,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's layout, overview and webhooks in 
     await checkScreen(page, "webhooks", () =>
       page.locator(`article[data-endpoint-id="${kept.endpoint.id}"] tr[data-delivery-status]`).first().waitFor(),
     );
+    const key = await client.apiKeys.create({ name: "layout check", scopes: ["read", "submit"] });
+    await go(page, "#/api-keys", "API keys");
+    await checkScreen(page, "api-keys", () => page.locator(`tr[data-api-key-id="${key.apiKey.id}"]`).waitFor());
     expect(errors).toEqual([]);
   });
 
