@@ -163,6 +163,18 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's API keys screen in Chromium", () 
     await page.getByLabel("Name").fill(KEY_NAME);
     await page.getByRole("button", { name: "Create key" }).click();
     expect(await page.getByTestId("api-key-message").innerText()).toBe("Choose at least one scope.");
+    // A name of spaces only passes the field's `required` but not the service: its 400 is shown in the console's words.
+    await page.getByLabel("Name").fill("   ");
+    await page.getByRole("checkbox", { name: /^read/ }).check();
+    await page.getByRole("button", { name: "Create key" }).click();
+    await page.getByRole("alert").filter({ hasText: "VALIDATION_FAILED" }).waitFor({ timeout: WAIT_MS });
+    expect(await page.getByTestId("api-key-message").innerText()).toMatch(/^VALIDATION_FAILED: .* — name: /);
+    // Chromium logs the refused request too: both lines name this 400 and nothing else went wrong.
+    expect(errors.length).toBeGreaterThan(0);
+    for (const line of errors) expect(line).toMatch(/400.*\/api-keys\)?$/);
+    errors.length = 0;
+    await page.getByRole("checkbox", { name: /^read/ }).uncheck();
+    await page.getByLabel("Name").fill(KEY_NAME);
   });
 
   it("creates a key with two scopes and shows its secret once, with a copy button", async () => {
