@@ -367,6 +367,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's layout, overview and webhooks in 
     await checkScreen(page, "webhooks", () =>
       page.locator(`article[data-endpoint-id="${kept.endpoint.id}"] tr[data-delivery-status]`).first().waitFor(),
     );
+    const key = await client.apiKeys.create({ name: "layout check", scopes: ["read", "submit"] });
+    await go(page, "#/api-keys", "API keys");
+    await checkScreen(page, "api-keys", () => page.locator(`tr[data-api-key-id="${key.apiKey.id}"]`).waitFor());
     expect(errors).toEqual([]);
   });
 

@@ -11,6 +11,7 @@ import { NewDistribution } from "./screens/new-distribution.js";
 import { Recipients } from "./screens/recipients.js";
 import { LiveFeed } from "./screens/live-feed.js";
 import { Webhooks } from "./screens/webhooks.js";
+import { ApiKeys } from "./screens/api-keys.js";
 import { Admin } from "./screens/admin.js";
 import { Payouts } from "./screens/payouts.js";
 import { AdminShell } from "./admin-shell.js";
@@ -32,6 +33,7 @@ export const SCREENS = [
   { path: "recipients", title: "Recipients" },
   { path: "events", title: "Live feed" },
   { path: "webhooks", title: "Webhooks" },
+  { path: "api-keys", title: "API keys" },
   { path: "payouts", title: "Payouts" },
   { path: "admin", title: "Admin" },
 ] as const;
@@ -170,6 +172,8 @@ function Screen({ route }: { route: string[] }) {
       return <LiveFeed />;
     case "webhooks":
       return <Webhooks />;
+    case "api-keys":
+      return <ApiKeys />;
     case "payouts":
       return <Payouts />;
     case "admin":

@@ -27,6 +27,24 @@ function summary(event: LedgerEvent) {
       );
     case "operator.changed":
       return `operator is now ${event.data.operatorAddress}`;
+    case "api_key.created": {
+      const key = event.data.apiKey;
+      return (
+        <>
+          <a href="#/api-keys">key “{key.name}”</a> <span class="mono">{key.prefix}…</span> for {key.scopes.join(", ")}
+          {key.expiresAt === null ? "" : `, expires ${shortTime(key.expiresAt)}`}
+        </>
+      );
+    }
+    case "api_key.revoked": {
+      const key = event.data.apiKey;
+      return (
+        <>
+          <a href="#/api-keys">key “{key.name}”</a> <span class="mono">{key.prefix}…</span> revoked
+          {key.revokedReason === "operator_changed" ? " because the operator changed" : ""}
+        </>
+      );
+    }
     default:
       return "";
   }
