@@ -8,7 +8,6 @@
  */
 import Database from "better-sqlite3";
 import { randomUUID } from "node:crypto";
-import { Writable } from "node:stream";
 import { getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MORE_DETAILS_PATH } from "../src/domain/errors.js";
@@ -41,6 +40,7 @@ import {
 } from "./helpers/http.js";
 import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import { pollUntil } from "./helpers/process.js";
+import { logCapture } from "./helpers/log-capture.js";
 
 if (!DATABASE_URL_TEST) console.warn(SKIP_REASON);
 
@@ -459,23 +459,6 @@ describe("batchIds `.` and `..` (issue 8 item 11)", () => {
     }
   });
 });
-
-/** A stream that keeps every log line pino writes. */
-function logCapture(): { stream: Writable; lines: string[] } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString("utf8")
-          .split("\n")
-          .filter((line) => line !== ""),
-      );
-      done();
-    },
-  });
-  return { stream, lines };
-}
 
 describe("secrets in logged URLs (issue 8 item 12)", () => {
   it("logs a request URL with access_token and token query values replaced by [REDACTED], other parameters kept", async () => {

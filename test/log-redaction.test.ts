@@ -1,33 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { redactSecrets } from "../src/log-redaction.js";
 import { buildAppOverStore, temporarySqliteStore } from "./helpers/app-over-store.js";
 import { addContract } from "./helpers/http.js";
 import { pollUntil } from "./helpers/process.js";
+import { logCapture } from "./helpers/log-capture.js";
 
 /**
  * Issue 21: logs never contain a secret, wherever it appears in a logged line (URL, header, body
  * excerpt, an error's message), not only under known parameter names. Before, a token pasted as
  * `?cursor=<token>` was logged in clear.
  */
-
-/** A stream that keeps every log line pino writes. */
-function logCapture(): { stream: Writable; lines: string[] } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString("utf8")
-          .split("\n")
-          .filter((line) => line !== ""),
-      );
-      done();
-    },
-  });
-  return { stream, lines };
-}
 
 const apiKey = `plk_${randomBytes(30).toString("base64url")}`;
 const webhookSecret = `whsec_${randomBytes(24).toString("base64")}`;

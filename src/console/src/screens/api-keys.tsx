@@ -1,3 +1,4 @@
+import { SecretOnce } from "../secret-once.js";
 import { useRef, useState } from "preact/hooks";
 import type { ApiKey, ApiKeyScope } from "../../../client/index.js";
 import { API_KEY_SCOPES } from "../../../domain/api-keys.js";
@@ -134,35 +135,20 @@ export function ApiKeys() {
 }
 
 function SecretPanel({ shown, onDismiss }: { shown: ShownSecret; onDismiss(): void }) {
-  const [copied, setCopied] = useState<string | null>(null);
-  const copy = () =>
-    navigator.clipboard.writeText(shown.secret).then(
-      () => setCopied("Copied."),
-      () => setCopied("Copying is not allowed here: select the secret and copy it by hand."),
-    );
   return (
-    <div class="notice secret-panel secret-once" role="region" aria-label="New API key secret" data-testid="api-key-secret">
+    <SecretOnce
+      secret={shown.secret}
+      label="New API key secret"
+      testId="api-key-secret"
+      valueTestId="api-key-secret-value"
+      class="secret-once"
+      onDismiss={onDismiss}
+    >
       <p>
         <strong>Copy this secret now: it will not be shown again.</strong> The service keeps only a hash of it; if it is lost, revoke key “
         {shown.name}” and create another.
       </p>
-      <div class="secret">
-        <code class="mono mono-wrap" data-testid="api-key-secret-value">
-          {shown.secret}
-        </code>
-        <button type="button" onClick={() => void copy()}>
-          Copy secret
-        </button>
-        <button type="button" onClick={onDismiss}>
-          I have saved it
-        </button>
-        {copied && (
-          <span role="status" class="muted">
-            {copied}
-          </span>
-        )}
-      </div>
-    </div>
+    </SecretOnce>
   );
 }
 

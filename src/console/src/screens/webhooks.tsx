@@ -1,3 +1,4 @@
+import { SecretOnce } from "../secret-once.js";
 import { useRef, useState } from "preact/hooks";
 import { PointsApiError, type WebhookDelivery, type WebhookEndpoint, type WebhookEventType } from "../../../client/index.js";
 import { STREAM_EVENT_TYPES } from "../../../domain/events.js";
@@ -114,33 +115,17 @@ export function Webhooks() {
 }
 
 function SecretPanel({ shown, onDismiss }: { shown: ShownSecret; onDismiss(): void }) {
-  const [copied, setCopied] = useState<string | null>(null);
-  const copy = () =>
-    navigator.clipboard.writeText(shown.secret).then(
-      () => setCopied("Copied."),
-      () => setCopied("Copying is not allowed here: select the secret and copy it by hand."),
-    );
   return (
-    <div class="notice secret-panel" role="region" aria-label="Signing secret" data-testid="webhook-secret">
+    <SecretOnce
+      secret={shown.secret}
+      label="Signing secret"
+      lead="The signing secret, shown only now:"
+      testId="webhook-secret"
+      valueTestId="webhook-secret-value"
+      onDismiss={onDismiss}
+    >
       <p>{shown.text} Keep the secret to verify the signatures of its deliveries: it is not shown again.</p>
-      <div class="secret">
-        <span>The signing secret, shown only now:</span>{" "}
-        <code class="mono" data-testid="webhook-secret-value">
-          {shown.secret}
-        </code>
-        <button type="button" onClick={() => void copy()}>
-          Copy secret
-        </button>
-        <button type="button" onClick={onDismiss}>
-          I have saved it
-        </button>
-        {copied && (
-          <span role="status" class="muted">
-            {copied}
-          </span>
-        )}
-      </div>
-    </div>
+    </SecretOnce>
   );
 }
 
