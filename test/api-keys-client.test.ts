@@ -1,20 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { rmSync } from "node:fs";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PointsApiError, PointsClient } from "../src/client/index.js";
-import {
-  assertBuilt,
-  creditPoints,
-  newAdminToken,
-  randomAddress,
-  runCli,
-  setOperator,
-  sqliteUrl,
-  startServerProcess,
-  tempDir,
-  type ServerProcess,
-} from "./helpers/process.js";
+import { newAdminToken, randomAddress, runCli, startOperatedServer, type ServerProcess } from "./helpers/process.js";
 
 /**
  * API keys from the client and the CLI (issue 21), against a real server process: the operator
@@ -22,23 +10,18 @@ import {
  * `new PointsClient({ apiKey })` or POINTS_LEDGER_API_KEY, within the key's scopes only.
  */
 
-let dir: string;
 let server: ServerProcess;
+let stop: (() => Promise<void>) | undefined;
 const adminToken = newAdminToken();
 const operatorKey = generatePrivateKey();
 const contract = randomAddress();
 
 beforeAll(async () => {
-  assertBuilt();
-  dir = tempDir("points-ledger-api-keys-");
-  server = await startServerProcess({ DATABASE_URL: sqliteUrl(dir), ADMIN_TOKEN: adminToken, MINIMUM_FINALIZE_SECONDS: "1" });
-  await setOperator(server.url, adminToken, contract, privateKeyToAccount(operatorKey).address);
-  await creditPoints(server.url, adminToken, contract, "grant-1", "PHASE2_POINTS", "100");
+  ({ server, stop } = await startOperatedServer("points-ledger-api-keys-", { adminToken, operatorKey, contract, points: "100" }));
 });
 
 afterAll(async () => {
-  await server?.kill("SIGTERM");
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await stop?.();
 });
 
 describe("PointsClient with an API key", () => {

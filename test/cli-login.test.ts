@@ -1,21 +1,9 @@
-import { rmSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  assertBuilt,
-  call,
-  creditPoints,
-  newAdminToken,
-  randomAddress,
-  runCli,
-  setOperator,
-  sqliteUrl,
-  startServerProcess,
-  tempDir,
-  type ServerProcess,
-} from "./helpers/process.js";
+import { call, newAdminToken, randomAddress, runCli, sqliteUrl, startOperatedServer, type ServerProcess } from "./helpers/process.js";
 
 /**
  * A token without writing code (issue 18): `login` and `dev-key` run as a person runs them, the
@@ -26,21 +14,17 @@ const STACK_FRAME = /^\s+at /m;
 
 let dir: string;
 let server: ServerProcess;
+let stop: (() => Promise<void>) | undefined;
 const adminToken = newAdminToken();
 const operatorKey = generatePrivateKey();
 const contract = randomAddress();
 
 beforeAll(async () => {
-  assertBuilt();
-  dir = tempDir("points-ledger-cli-login-");
-  server = await startServerProcess({ DATABASE_URL: sqliteUrl(dir), ADMIN_TOKEN: adminToken, MINIMUM_FINALIZE_SECONDS: "1" });
-  await setOperator(server.url, adminToken, contract, privateKeyToAccount(operatorKey).address);
-  await creditPoints(server.url, adminToken, contract, "grant-1", "PHASE2_POINTS", "10");
+  ({ dir, server, stop } = await startOperatedServer("points-ledger-cli-login-", { adminToken, operatorKey, contract, points: "10" }));
 });
 
 afterAll(async () => {
-  await server?.kill("SIGTERM");
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await stop?.();
 });
 
 describe("points-ledger login", () => {

@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { getAddress } from "viem";
-import type { PrivateKeyAccount } from "viem/accounts";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 
 /**
  * Helpers that drive the real built server as a child process: spawn it with an environment,
@@ -282,6 +282,44 @@ export async function creditPoints(
   points: string,
 ): Promise<void> {
   await callOk(base, "PUT", `/v1/admin/contracts/${address}/credits/${creditId}`, adminToken, { pointType, points });
+}
+
+/** One contract of a test server: the admin token, its operator's private key, and the points credited to it. */
+export interface OperatedContract {
+  adminToken: string;
+  operatorKey: `0x${string}`;
+  contract: string;
+  points: string;
+}
+
+/**
+ * The built server over a fresh SQLite file in a temporary directory (MINIMUM_FINALIZE_SECONDS 1),
+ * with `operated.contract` registered to its operator and credited `points` PHASE2_POINTS; `stop`
+ * ends the server and removes the directory.
+ */
+export async function startOperatedServer(
+  dirPrefix: string,
+  operated: OperatedContract,
+): Promise<{ dir: string; server: ServerProcess; stop(): Promise<void> }> {
+  assertBuilt();
+  const dir = tempDir(dirPrefix);
+  const server = await startServerProcess({
+    DATABASE_URL: sqliteUrl(dir),
+    ADMIN_TOKEN: operated.adminToken,
+    MINIMUM_FINALIZE_SECONDS: "1",
+  });
+  const stop = async () => {
+    await server.kill("SIGTERM");
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await setOperator(server.url, operated.adminToken, operated.contract, privateKeyToAccount(operated.operatorKey).address);
+    await creditPoints(server.url, operated.adminToken, operated.contract, "grant-1", "PHASE2_POINTS", operated.points);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { dir, server, stop };
 }
 
 /** Challenge, personal_sign with viem, solve: returns the operator's bearer token for `contract`. */
