@@ -330,4 +330,39 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX api_keys_unrevoked ON api_keys (contract, created_by_operator) WHERE revoked_at_ms IS NULL;
     `,
   },
+  {
+    // Leaderboards and history (issue 22): see the SQLite migration. Amounts are NUMERIC(40,0) as
+    // in accounts (cumulative columns).
+    version: 12,
+    name: "leaderboards_and_history",
+    sql: `
+      CREATE TABLE leaderboard_entries (
+        contract TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        address TEXT NOT NULL,
+        ${amount("points_units")},
+        PRIMARY KEY (contract, point_type, address)
+      );
+      CREATE INDEX leaderboard_ranking ON leaderboard_entries (contract, point_type, points_units DESC, address);
+      CREATE TABLE leaderboard_bands (
+        contract TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        band INTEGER NOT NULL,
+        entries BIGINT NOT NULL CHECK (entries >= 0),
+        PRIMARY KEY (contract, point_type, band)
+      );
+      CREATE TABLE received_history (
+        address TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        finalized_at_ms BIGINT NOT NULL,
+        contract TEXT NOT NULL,
+        ${amount("amount_units")},
+        PRIMARY KEY (address, point_type, finalized_at_ms, contract)
+      );
+      CREATE TABLE history_backfill (seq BIGINT PRIMARY KEY);
+      INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
+      CREATE INDEX batches_finalized ON batches (contract, point_type, finalized_at_ms) WHERE status = 'FINALIZED';
+      ALTER TABLE snapshots ADD COLUMN as_of_ms BIGINT;
+    `,
+  },
 ];

@@ -375,4 +375,48 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX api_keys_unrevoked ON api_keys (contract, created_by_operator) WHERE revoked_at_ms IS NULL;
     `,
   },
+  {
+    // Leaderboards and history (issue 22; API.md "Leaderboards and history", src/store/ports/
+    // leaderboards.ts). Kept in each finalization's transaction: leaderboard_entries (the points a
+    // contract's finalized transfers sent each address, indexed in board order), leaderboard_bands
+    // (entries per rank band: a rank is a few hundred band rows plus one band's range, not a count
+    // of the board) and received_history (an address's receipts by time: its balance as of a
+    // time is one range). Windows read the window's FINALIZED batches through batches_finalized and
+    // their transfers. history_backfill lists the batches finalized before this migration: the
+    // history job adds them in bounded steps (copying their seqs here is one pass over batches,
+    // not transfers). snapshots.as_of_ms: the time a snapshot measured, NULL when taken as it stood.
+    version: 14,
+    name: "leaderboards_and_history",
+    sql: `
+      CREATE TABLE leaderboard_entries (
+        contract TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        address TEXT NOT NULL,
+        points_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(points_q) = 'integer' AND points_q >= 0),
+        ${amount("points")},
+        PRIMARY KEY (contract, point_type, address)
+      ) WITHOUT ROWID;
+      CREATE INDEX leaderboard_ranking ON leaderboard_entries (contract, point_type, points_q DESC, points_w DESC, points_f DESC, address);
+      CREATE TABLE leaderboard_bands (
+        contract TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        band INTEGER NOT NULL,
+        entries INTEGER NOT NULL CHECK (entries >= 0),
+        PRIMARY KEY (contract, point_type, band)
+      ) WITHOUT ROWID;
+      CREATE TABLE received_history (
+        address TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        finalized_at_ms INTEGER NOT NULL,
+        contract TEXT NOT NULL,
+        amount_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(amount_q) = 'integer' AND amount_q >= 0),
+        ${amount("amount")},
+        PRIMARY KEY (address, point_type, finalized_at_ms, contract)
+      ) WITHOUT ROWID;
+      CREATE TABLE history_backfill (seq INTEGER PRIMARY KEY);
+      INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
+      CREATE INDEX batches_finalized ON batches (contract, point_type, finalized_at_ms) WHERE status = 'FINALIZED';
+      ALTER TABLE snapshots ADD COLUMN as_of_ms INTEGER;
+    `,
+  },
 ];
