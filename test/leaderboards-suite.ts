@@ -404,7 +404,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       await run.submit(contracts[0]!, "PHASE2_POINTS", run.randomTransfers(recipients, false), liveAtMs, 1);
       expect(await run.finalize(liveAtMs + 1000, 10)).toBe(1);
       // The history job's run on one store, bare steps on the other, at once: each batch is added by one of them.
-      const job = new HistoryBackfillJob(store, { stepSize: 2 }, pino({ enabled: false }));
+      const job = new HistoryBackfillJob(store, { maxStepSize: 4 }, pino({ enabled: false }));
       const steps = async (): Promise<number> => {
         let added = 0;
         for (let step = 0; step < 100; step++) {
