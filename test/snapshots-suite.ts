@@ -711,6 +711,7 @@ function syntheticBuild(id: string, leafChunks: number, nodeChunks: number, atMs
     pointType: "S1",
     measure: "available",
     decimals: 18,
+    asOfMs: null,
     takenAtMs: atMs,
     root: `0x${"00".repeat(32)}`,
     leafCount: leafChunks,
