@@ -478,6 +478,13 @@ export function snapshotBodySchema(config: Pick<Config, "pointTypes">) {
       pointType: pointTypeSchema(config),
       measure: Type.Optional(Type.Union(SNAPSHOT_MEASURES.map((measure) => Type.Literal(measure)))),
       decimals: Type.Optional(Type.Integer({ minimum: SNAPSHOT_DECIMALS_MIN, maximum: SNAPSHOT_DECIMALS_MAX })),
+      asOf: Type.Optional(
+        Type.String({
+          ...input("time"),
+          pattern: ZONED_TIME_PATTERN,
+          description: "ISO 8601 time with a zone (Z or ±hh:mm), at least 60 s in the past: the balances as they stood then",
+        }),
+      ),
     },
     { ...closed, ...docs.snapshotBodyDocs(config) },
   );
@@ -498,6 +505,7 @@ const SnapshotJson = Type.Object({
   pointType: Type.String(),
   measure: Type.String(),
   decimals: Type.Integer(),
+  asOf: NullableTime,
   takenAt: Time,
   root: Type.String(),
   leafCount: Type.Integer(),
