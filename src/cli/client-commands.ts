@@ -746,12 +746,17 @@ function windowText(page: Pick<LeaderboardPage, "from" | "to">): string {
   return `${page.from ?? "the start"} to ${page.to ?? "now"} (exclusive)`;
 }
 
-/** A table: rank, address, points, columns aligned (points right-aligned, so the decimal points line up roughly). */
-function boardTable(entries: readonly LeaderboardEntry[]): string[] {
-  const rankWidth = Math.max(4, ...entries.map((entry) => String(entry.rank).length));
-  const pointsWidth = Math.max(6, ...entries.map((entry) => entry.points.length));
-  const header = `${"rank".padStart(rankWidth)}  ${"address".padEnd(42)}  ${"points".padStart(pointsWidth)}`;
-  return [header, ...entries.map((e) => `${String(e.rank).padStart(rankWidth)}  ${e.address}  ${e.points.padStart(pointsWidth)}`)];
+/**
+ * Table lines: rank, address, points. Widths come from the board (its participants), not from a
+ * page, so the pages of --all line up; points go last, left-aligned, as the other commands print them.
+ */
+function boardLines(entries: readonly LeaderboardEntry[], participants: number): string[] {
+  const rankWidth = Math.max("rank".length, String(participants).length);
+  return entries.map((entry) => `${String(entry.rank).padStart(rankWidth)}  ${entry.address}  ${entry.points}`);
+}
+
+function boardHeader(participants: number): string {
+  return `${"rank".padStart(Math.max(4, String(participants).length))}  ${"address".padEnd(42)}  points`;
 }
 
 /**
@@ -769,13 +774,14 @@ const leaderboard: ClientCommand = async (argv) => {
       console.log(
         `leaderboard of ${client.contractAddress}, ${first.pointType}, ${windowText(first)}: ${first.participants} participant(s)`,
       );
+      console.log(boardHeader(first.participants));
     }
     let shown = 0;
     let cursor = first.cursor;
     let page: LeaderboardPage = first;
     for (;;) {
-      if (values.json) for (const entry of page.entries) console.log(JSON.stringify(entry));
-      else for (const line of boardTable(page.entries).slice(shown === 0 ? 0 : 1)) console.log(line);
+      const lines = values.json ? page.entries.map((entry) => JSON.stringify(entry)) : boardLines(page.entries, first.participants);
+      for (const line of lines) console.log(line);
       shown += page.entries.length;
       if (!values.all || cursor === null) break;
       page = await client.leaderboardPage({ ...query, cursor });
