@@ -29,7 +29,7 @@ export type * from "./ports/webhooks.js";
 export * from "./ports/snapshots.js";
 
 export interface Violation {
-  invariant: 1 | 2 | 3 | 4;
+  invariant: 1 | 2 | 3 | 4 | 5;
   message: string;
 }
 
