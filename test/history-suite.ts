@@ -194,7 +194,6 @@ export function describeHistory(name: string, open: () => Promise<HistoryFixture
       expect(run.checkedAlongTheWay).toBeGreaterThan(0);
       expect(model.eventTimes.length).toBeGreaterThan(20);
       const statuses = new Set([...model.batches.values()].map((batch) => batch.status));
-      expect(statuses).toEqual(new Set(["PENDING", "CANCELLED", "FINALIZED"].filter((status) => statuses.has(status))));
       expect(statuses.has("CANCELLED") && statuses.has("FINALIZED")).toBe(true);
       await expectAsOfMatches(fixture.store, model, model.addresses(), momentsAround(model.eventTimes));
     }, 120_000);
