@@ -83,7 +83,9 @@ async function readPageAsOf(
   const through = rows[rows.length - 1]!.address;
   const found = await history.readBalancesAsOf(db, pointType, after, through, asOfMs);
   const balances = new Map(found.map((entry) => [entry.address as string, entry.balance]));
-  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => measuredUnits(balances.get(row.address) ?? ZERO_BALANCE, measure));
+  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) =>
+    measuredUnits(balances.get(row.address) ?? ZERO_BALANCE, measure),
+  );
 }
 
 /**

@@ -49,13 +49,7 @@ const SENT_SQL = `SELECT contract AS address, point_type, total_w, total_f, fina
   FROM batches INDEXED BY batches_listing WHERE contract BETWEEN ? AND ? AND created_at_ms <= ?`;
 
 /** The balances of one address range of the given point types; a key is `address point_type`; absent: zero. */
-function balancesInRange(
-  db: SqliteDb,
-  pointTypes: ReadonlySet<string>,
-  low: string,
-  high: string,
-  asOfMs: number,
-): Map<string, Balance> {
+function balancesInRange(db: SqliteDb, pointTypes: ReadonlySet<string>, low: string, high: string, asOfMs: number): Map<string, Balance> {
   const balances = new Map<string, Balance>();
   const add = (address: string, pointType: string, change: Partial<Balance>) => {
     if (!pointTypes.has(pointType)) return;

@@ -33,7 +33,9 @@ export async function readSnapshotHoldings(
 ): Promise<SnapshotHoldings> {
   const holdings: SnapshotHoldings = { addresses: [], units: [] };
   const page = (reader: SqliteDb, after: string) =>
-    asOfMs === null ? readPage(reader, pointType, measure, after, holdings) : readPageAsOf(reader, pointType, measure, asOfMs, after, holdings);
+    asOfMs === null
+      ? readPage(reader, pointType, measure, after, holdings)
+      : readPageAsOf(reader, pointType, measure, asOfMs, after, holdings);
   if (path === ":memory:") {
     db.transaction(() => {
       for (let after: string | null = ""; after !== null;) after = page(db, after);
