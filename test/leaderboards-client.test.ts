@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PointsAdminClient, PointsApiError, PointsClient, type LeaderboardEntry } from "../src/client/index.js";
+import { PointsAdminClient, PointsApiError, PointsClient, PublicClient, type LeaderboardEntry } from "../src/client/index.js";
 import { newAdminToken, pollUntil, randomAddress, runCli, startOperatedServer, type ServerProcess } from "./helpers/process.js";
 
 /**
@@ -83,6 +83,21 @@ describe("PointsClient leaderboards", () => {
       points: "0",
       participants: 7,
     });
+  });
+
+  it("the admin client reads any contract's board with leaderboardPageOf, leaderboardOf and rankOf; without a token it is 401 here (no PUBLIC_READS)", async () => {
+    const whole = await client.leaderboardPage({ pointType: "PHASE2_POINTS", limit: 1000 });
+    const admin = new PointsAdminClient({ baseUrl: server.url, adminToken });
+    expect(await admin.leaderboardPageOf(contract.toLowerCase(), { pointType: "PHASE2_POINTS", limit: 1000 })).toEqual(whole);
+    const iterated: LeaderboardEntry[] = [];
+    for await (const entry of admin.leaderboardOf(contract, { pointType: "PHASE2_POINTS", limit: 3 })) iterated.push(entry);
+    expect(iterated).toEqual(whole.entries);
+    const last = whole.entries.at(-1)!;
+    expect(await admin.rankOf(contract, last.address, { pointType: "PHASE2_POINTS" })).toEqual({ ...last, participants: 7 });
+    const anonymous = await new PublicClient({ baseUrl: server.url })
+      .leaderboardPageOf(contract, { pointType: "PHASE2_POINTS" })
+      .catch((error: unknown) => error);
+    expect(PointsApiError.is(anonymous, "UNAUTHORIZED")).toBe(true);
   });
 
   it("from and to take days or Dates (their UTC day); a bad query is a PointsApiError naming the field", async () => {

@@ -9,7 +9,10 @@ import { streamEvents, type EventStreamOptions, type StreamedEvent } from "./eve
 import { transferQueryOf, type TransferPage, type TransferPageQuery } from "./transfers.js";
 import {
   balancesQueryOf,
+  boardEntries,
+  boardPageOf,
   leaderboardQueryOf,
+  standingOf,
   type BalancesAsOf,
   type BalancesOptions,
   type LeaderboardEntry,
@@ -168,6 +171,41 @@ export class PublicClient {
     return body.balancesByPointType;
   }
 
+  /**
+   * One page of any contract's leaderboard (GET /v1/contracts/{c}/leaderboard) with the admin
+   * token, or without a token when the service runs with PUBLIC_READS=true (a program's site
+   * showing its users where they stand). The operator's client has the same as leaderboardPage.
+   */
+  async leaderboardPageOf(contractAddress: string, query: LeaderboardPageQuery): Promise<LeaderboardPage> {
+    const body = await this.transport.request<LeaderboardPage>({
+      method: "GET",
+      path: `/v1/contracts/${requireAddress(contractAddress, "contractAddress")}/leaderboard`,
+      query: leaderboardQueryOf(query),
+      token: this.readToken(),
+      idempotent: true,
+    });
+    return boardPageOf(body);
+  }
+
+  /** Every entry of any contract's leaderboard, page by page (as leaderboardPageOf: admin token or PUBLIC_READS). */
+  leaderboardOf(contractAddress: string, query: LeaderboardQuery): AsyncGenerator<LeaderboardEntry, void, undefined> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    return boardEntries((cursor) => this.leaderboardPageOf(contractAddress, { ...query, limit, cursor }), MAX_PAGES);
+  }
+
+  /** One address's place on any contract's leaderboard (as leaderboardPageOf: admin token or PUBLIC_READS). */
+  async rankOf(contractAddress: string, address: string, query: StandingQuery): Promise<LeaderboardStanding> {
+    const contract = requireAddress(contractAddress, "contractAddress");
+    const body = await this.transport.request<LeaderboardStanding>({
+      method: "GET",
+      path: `/v1/contracts/${contract}/leaderboard/${requireAddress(address, "address")}`,
+      query: leaderboardQueryOf(query),
+      token: this.readToken(),
+      idempotent: true,
+    });
+    return standingOf(body);
+  }
+
   async getSnapshot(snapshotId: string): Promise<Snapshot> {
     const body = await this.transport.request<{ snapshot: Snapshot }>({
       method: "GET",
@@ -298,29 +336,13 @@ export class PointsClient extends PublicClient {
       query: leaderboardQueryOf(query),
       idempotent: true,
     });
-    return {
-      pointType: body.pointType,
-      from: body.from,
-      to: body.to,
-      participants: body.participants,
-      entries: body.entries,
-      cursor: body.cursor,
-    };
+    return boardPageOf(body);
   }
 
-  /** The whole leaderboard, `limit` entries per request, following the cursor until it is null. */
-  async *leaderboard(query: LeaderboardQuery): AsyncGenerator<LeaderboardEntry, void, undefined> {
-    const seen = new Set<string>();
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await this.leaderboardPage({ ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor });
-      yield* result.entries;
-      if (result.cursor === null) return;
-      if (seen.has(result.cursor)) throw new PointsCursorError(result.cursor);
-      seen.add(result.cursor);
-      cursor = result.cursor;
-    }
-    throw new Error(`leaderboard did not end after ${MAX_PAGES} pages`);
+  /** The whole leaderboard, `limit` entries per request (default 500), following the cursor until it is null. */
+  leaderboard(query: LeaderboardQuery): AsyncGenerator<LeaderboardEntry, void, undefined> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    return boardEntries((cursor) => this.leaderboardPage({ ...query, limit, cursor }), MAX_PAGES);
   }
 
   /** One address's rank, points and the board's participants (GET …/leaderboard/{address}); rank null when it has nothing. */
@@ -331,7 +353,7 @@ export class PointsClient extends PublicClient {
       query: leaderboardQueryOf(query),
       idempotent: true,
     });
-    return { address: body.address, rank: body.rank, points: body.points, participants: body.participants };
+    return standingOf(body);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { PointsCursorError } from "./errors.js";
 import type { Address, Balance, PointType, Points } from "./types.js";
 
 /**
@@ -83,4 +84,39 @@ export function balancesQueryOf(options: BalancesOptions): Record<string, string
 
 function dayOf(day: BoardDay | undefined): string | undefined {
   return day instanceof Date ? day.toISOString().slice(0, 10) : day;
+}
+
+/** The fields of a board page, whatever else an answer carries. */
+export function boardPageOf(body: LeaderboardPage): LeaderboardPage {
+  return {
+    pointType: body.pointType,
+    from: body.from,
+    to: body.to,
+    participants: body.participants,
+    entries: body.entries,
+    cursor: body.cursor,
+  };
+}
+
+export function standingOf(body: LeaderboardStanding): LeaderboardStanding {
+  return { address: body.address, rank: body.rank, points: body.points, participants: body.participants };
+}
+
+/** Every entry of a board, reading page after page from `readPage` until the cursor is null (at most `maxPages`). */
+export async function* boardEntries(
+  readPage: (cursor: string | undefined) => Promise<LeaderboardPage>,
+  maxPages: number,
+): AsyncGenerator<LeaderboardEntry, void, undefined> {
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  for (let page = 0; page < maxPages; page++) {
+    const result = await readPage(cursor);
+    yield* result.entries;
+    if (result.cursor === null) return;
+    // A cursor seen before would replay pages forever.
+    if (seen.has(result.cursor)) throw new PointsCursorError(result.cursor);
+    seen.add(result.cursor);
+    cursor = result.cursor;
+  }
+  throw new Error(`leaderboard did not end after ${maxPages} pages`);
 }
