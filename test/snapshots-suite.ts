@@ -565,7 +565,7 @@ export function describeSnapshotBuildCleanup(
     async function realBuild(id: string, atMs: number): Promise<NewSnapshot> {
       const read = await fixture.store.readSnapshotHoldings("S3", "available");
       return buildSnapshot(
-        { id, pointType: "S3", measure: "available", decimals: 18 },
+        { id, pointType: "S3", measure: "available", decimals: 18, asOfMs: null },
         atMs,
         read.addresses,
         read.units,
@@ -711,6 +711,7 @@ function syntheticBuild(id: string, leafChunks: number, nodeChunks: number, atMs
     pointType: "S1",
     measure: "available",
     decimals: 18,
+    asOfMs: null,
     takenAtMs: atMs,
     root: `0x${"00".repeat(32)}`,
     leafCount: leafChunks,

@@ -8,6 +8,18 @@ import { EventFeed, eventQueryOf, type EventFeedOptions } from "./events.js";
 import { streamEvents, type EventStreamOptions, type StreamedEvent } from "./event-stream.js";
 import { transferQueryOf, type TransferPage, type TransferPageQuery } from "./transfers.js";
 import {
+  balancesQueryOf,
+  leaderboardQueryOf,
+  type BalancesAsOf,
+  type BalancesOptions,
+  type LeaderboardEntry,
+  type LeaderboardPage,
+  type LeaderboardPageQuery,
+  type LeaderboardQuery,
+  type LeaderboardStanding,
+  type StandingQuery,
+} from "./leaderboards.js";
+import {
   openDownload,
   transferExportQueryOf,
   type DownloadTarget,
@@ -138,11 +150,18 @@ export class PublicClient {
     return this.transport.request<string>({ method: "GET", path: "/metrics", idempotent: true, text: true });
   }
 
-  /** Any address's balances, one key per point type (GET /v1/addresses/{address}/point-balances). */
-  async getAddressBalances(address: string): Promise<Balances> {
+  /**
+   * Any address's balances, one key per point type (GET /v1/addresses/{address}/point-balances);
+   * with `asOf`, as they stood then (without byAsset).
+   */
+  async getAddressBalances(address: string): Promise<Balances>;
+  async getAddressBalances(address: string, options: BalancesOptions & { asOf: string | Date }): Promise<BalancesAsOf>;
+  async getAddressBalances(address: string, options?: BalancesOptions): Promise<Balances | BalancesAsOf>;
+  async getAddressBalances(address: string, options: BalancesOptions = {}): Promise<Balances | BalancesAsOf> {
     const body = await this.transport.request<{ balancesByPointType: Balances }>({
       method: "GET",
       path: `/v1/addresses/${requireAddress(address, "address")}/point-balances`,
+      query: balancesQueryOf(options),
       token: this.readToken(),
       idempotent: true,
     });
@@ -254,13 +273,65 @@ export class PointsClient extends PublicClient {
     return this.session.signIn();
   }
 
-  async getBalances(): Promise<Balances> {
+  /** The contract's balances, one key per point type; with `asOf`, as they stood then (without byAsset). */
+  async getBalances(): Promise<Balances>;
+  async getBalances(options: BalancesOptions & { asOf: string | Date }): Promise<BalancesAsOf>;
+  async getBalances(options?: BalancesOptions): Promise<Balances | BalancesAsOf>;
+  async getBalances(options: BalancesOptions = {}): Promise<Balances | BalancesAsOf> {
     const body = await this.session.request<{ balancesByPointType: Balances }>({
       method: "GET",
       path: `${this.contractPath}/point-balances`,
+      query: balancesQueryOf(options),
       idempotent: true,
     });
     return body.balancesByPointType;
+  }
+
+  /**
+   * One page of the contract's leaderboard (GET …/leaderboard): the addresses its finalized
+   * transfers of `pointType` reached (from/to: whole UTC days, `to` exclusive), most points first.
+   */
+  async leaderboardPage(query: LeaderboardPageQuery): Promise<LeaderboardPage> {
+    const body = await this.session.request<LeaderboardPage>({
+      method: "GET",
+      path: `${this.contractPath}/leaderboard`,
+      query: leaderboardQueryOf(query),
+      idempotent: true,
+    });
+    return {
+      pointType: body.pointType,
+      from: body.from,
+      to: body.to,
+      participants: body.participants,
+      entries: body.entries,
+      cursor: body.cursor,
+    };
+  }
+
+  /** The whole leaderboard, `limit` entries per request, following the cursor until it is null. */
+  async *leaderboard(query: LeaderboardQuery): AsyncGenerator<LeaderboardEntry, void, undefined> {
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const result = await this.leaderboardPage({ ...query, limit: query.limit ?? DEFAULT_PAGE_SIZE, cursor });
+      yield* result.entries;
+      if (result.cursor === null) return;
+      if (seen.has(result.cursor)) throw new PointsCursorError(result.cursor);
+      seen.add(result.cursor);
+      cursor = result.cursor;
+    }
+    throw new Error(`leaderboard did not end after ${MAX_PAGES} pages`);
+  }
+
+  /** One address's rank, points and the board's participants (GET …/leaderboard/{address}); rank null when it has nothing. */
+  async rank(address: string, query: StandingQuery): Promise<LeaderboardStanding> {
+    const body = await this.session.request<LeaderboardStanding>({
+      method: "GET",
+      path: `${this.contractPath}/leaderboard/${requireAddress(address, "address")}`,
+      query: leaderboardQueryOf(query),
+      idempotent: true,
+    });
+    return { address: body.address, rank: body.rank, points: body.points, participants: body.participants };
   }
 
   /**

@@ -60,7 +60,7 @@ export async function takeSnapshot(
   building += 1;
   try {
     const takenAtMs = nowMs();
-    const holdings = await store.readSnapshotHoldings(request.pointType, request.measure);
+    const holdings = await store.readSnapshotHoldings(request.pointType, request.measure, request.asOfMs);
     if (holdings.addresses.length === 0) return { kind: "empty" };
     const created = await buildSnapshot(request, takenAtMs, holdings.addresses, holdings.units, nowMs, actor);
     const result = await storeSnapshot(store, created, nowMs);

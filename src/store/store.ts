@@ -3,6 +3,7 @@ import type { ApiKeysStore } from "./ports/api-keys.js";
 import type { AuthStore } from "./ports/auth.js";
 import type { BatchesStore } from "./ports/batches.js";
 import type { EventsStore } from "./ports/events.js";
+import type { HistoryStore } from "./ports/leaderboards.js";
 import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
@@ -38,7 +39,15 @@ export interface Violation {
  * (sqlite/<file>.ts beside postgres/<file>.ts), plus the database's own life cycle.
  */
 export interface LedgerStore
-  extends AccountsStore, BatchesStore, AuthStore, ApiKeysStore, EventsStore, WebhooksStore, TransfersStore, SnapshotsStore {
+  extends AccountsStore,
+    BatchesStore,
+    AuthStore,
+    ApiKeysStore,
+    EventsStore,
+    WebhooksStore,
+    TransfersStore,
+    SnapshotsStore,
+    HistoryStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;

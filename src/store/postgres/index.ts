@@ -6,6 +6,7 @@ import { batches } from "./batches.js";
 import { credits } from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
 import { committedEventsOf, createPool, guard, migrate, transaction, type PostgresOptions } from "./db.js";
+import { historyOperations } from "./history.js";
 import { postgresLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
@@ -72,5 +73,6 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     listTransfers: (contract, query) => run(() => transfers.listTransfers(pool, contract, query)),
     listAccountBalances: (query) => run(() => transfers.listAccountBalances(pool, query)),
     ...snapshotOperations(pool, run),
+    ...historyOperations(pool, run),
   };
 }
