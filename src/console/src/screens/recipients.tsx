@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { PointsApiError, PublicClient, type Balances, type TransferPage } from "../../../client/index.js";
+import { PointsApiError, PublicClient, type BalancesAsOf, type TransferPage } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
 import { addressMessage } from "../../../domain/messages.js";
 import { shortTime, useConsole } from "../context.js";
@@ -22,7 +22,8 @@ const MAX_EMPTY_PAGES_PER_LOOKUP = 5;
 interface ShownBalances {
   address: string;
   asOf: string | null;
-  balances: Balances | null;
+  /** The figures without byAsset: an answer with asOf has none, and the lookup shows none. */
+  balances: BalancesAsOf | null;
   error: string | null;
 }
 
