@@ -10,5 +10,6 @@ export function asOfIso(value: string, nowMs: number): string | null | Error {
   if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/.test(iso) || Number.isNaN(ms))
     return new Error(`As of: "${value}" is not a time.`);
   if (ms > nowMs) return new Error("As of is in the future: balances are known up to now.");
-  return iso;
+  // The API's own form (milliseconds, Z), which the console prints everywhere.
+  return new Date(ms).toISOString();
 }

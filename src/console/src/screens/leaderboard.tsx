@@ -16,6 +16,11 @@ type BoardRank = Awaited<ReturnType<PointsClient["rank"]>>;
 /** The live feed's version, changing at most this often: a busy ledger does not reload the board on every event. */
 const BOARD_RELOAD_MS = 1000;
 
+/** A window as a dependency: a refused custom pick (null) differs from all time ({}), so leaving one reloads. */
+function windowKey(days: BoardDays | null): string {
+  return days === null ? "refused" : `${days.from ?? ""}/${days.to ?? ""}`;
+}
+
 function useBoardVersion(): number {
   return useThrottled(useConsole().ledgerVersion, BOARD_RELOAD_MS);
 }
@@ -38,7 +43,7 @@ export function Leaderboard() {
   const days: BoardDays | null = picked.ok ? picked.days : null;
   const board = useLoad(
     async () => (days === null ? null : client.leaderboardPage({ pointType, ...days, limit: PAGE_SIZE, cursor })),
-    [pointType, days?.from, days?.to, cursor, version],
+    [pointType, windowKey(days), cursor, version],
   );
   const change = (next: () => void) => {
     next();
@@ -167,7 +172,7 @@ function RankSearch({ pointType, days }: { pointType: string; days: BoardDays })
   const [inputError, setInputError] = useState<string | null>(null);
   const rank = useLoad(
     async () => (address === null ? null : client.rank(address, { pointType, ...days })),
-    [address, pointType, days.from, days.to, version],
+    [address, pointType, windowKey(days), version],
   );
   const find = (event: Event) => {
     event.preventDefault();
