@@ -262,8 +262,8 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's leaderboard in Chromium", () => {
     expect((await rows(page))[0]).toEqual(["1", TOP[0]!.address, TOP[0]!.shown]);
 
     await page.getByLabel("Window").selectOption("custom");
-    await page.getByLabel("From (UTC day)").fill("2020-01-01");
-    await page.getByLabel("Through (UTC day, included)").fill("2020-01-31");
+    await page.getByLabel("First day (UTC)").fill("2020-01-01");
+    await page.getByLabel("Last day (UTC)").fill("2020-01-31");
     await page.getByTestId("leaderboard-empty").waitFor({ timeout: WAIT_MS });
     expect(await page.getByTestId("leaderboard-empty").innerText()).toBe("No finalized transfers in this window.");
     expect(await summary(page)).toBe("0 participants in PHASE2_POINTS, from 2020-01-01 00:00 UTC to 2020-02-01 00:00 UTC.");
@@ -271,8 +271,8 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's leaderboard in Chromium", () => {
     await checkScreen(page, "leaderboard-empty");
 
     // A window that ends before it starts is refused on the page, before any request.
-    await page.getByLabel("Through (UTC day, included)").fill("2019-12-31");
-    await page.getByRole("alert").filter({ hasText: "From is after Through" }).waitFor({ timeout: WAIT_MS });
+    await page.getByLabel("Last day (UTC)").fill("2019-12-31");
+    await page.getByRole("alert").filter({ hasText: "The first day is after the last day" }).waitFor({ timeout: WAIT_MS });
     await page.getByLabel("Window").selectOption("all");
     await page.getByTestId("leaderboard").waitFor({ timeout: WAIT_MS });
   });

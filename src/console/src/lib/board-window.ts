@@ -41,14 +41,14 @@ export function boardDays(choice: WindowChoice, nowMs: number, custom: CustomDay
   return { ok: true, days: { from: utcDay(todayMs - (PRESET_DAYS[choice] - 1) * DAY_MS), to: utcDay(todayMs + DAY_MS) } };
 }
 
-/** "Through" is the last day counted, so the API's exclusive `to` is the day after it. */
+/** `through` is the last day counted, so the API's exclusive `to` is the day after it. */
 function customDays({ from, through }: CustomDays): WindowResult {
   const fromMs = from === "" ? null : dayStartMs(from);
   const throughMs = through === "" ? null : dayStartMs(through);
-  if (fromMs === null && from !== "") return { ok: false, message: `From: "${from}" is not a day (YYYY-MM-DD).` };
-  if (throughMs === null && through !== "") return { ok: false, message: `Through: "${through}" is not a day (YYYY-MM-DD).` };
+  if (fromMs === null && from !== "") return { ok: false, message: `First day: "${from}" is not a day (YYYY-MM-DD).` };
+  if (throughMs === null && through !== "") return { ok: false, message: `Last day: "${through}" is not a day (YYYY-MM-DD).` };
   if (fromMs !== null && throughMs !== null && fromMs > throughMs)
-    return { ok: false, message: "From is after Through: no day is in that window." };
+    return { ok: false, message: "The first day is after the last day: no day is in that window." };
   const days: BoardDays = {};
   if (fromMs !== null) days.from = from;
   if (throughMs !== null) days.to = utcDay(throughMs + DAY_MS);

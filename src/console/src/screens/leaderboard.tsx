@@ -76,7 +76,7 @@ export function Leaderboard() {
         {choice === "custom" && (
           <>
             <label>
-              From (UTC day)
+              First day (UTC)
               <input
                 type="date"
                 name="from"
@@ -85,7 +85,7 @@ export function Leaderboard() {
               />
             </label>
             <label>
-              Through (UTC day, included)
+              Last day (UTC)
               <input
                 type="date"
                 name="through"
@@ -158,7 +158,7 @@ function Board({ page, pages }: { page: BoardPage; pages: ReturnType<typeof useC
           </table>
         </div>
       )}
-      <Pager pages={pages} nextCursor={page.cursor} noun="page" />
+      {(pages.hasPrevious || page.cursor !== null) && <Pager pages={pages} nextCursor={page.cursor} noun="page" />}
     </>
   );
 }
