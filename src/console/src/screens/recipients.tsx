@@ -34,7 +34,14 @@ export function Recipients() {
   const [asOf, setAsOf] = useState("");
   const [shown, setShown] = useState<ShownBalances | null>(null);
   // Any address's balances need the admin token held by this tab (Admin screen), or PUBLIC_READS on the service.
-  const [reader] = useState(() => adminClientOf(loadAdminToken()) ?? new PublicClient({ baseUrl: location.origin }));
+  const [admin] = useState(() => adminClientOf(loadAdminToken()));
+  const [reader] = useState(() => admin ?? new PublicClient({ baseUrl: location.origin }));
+  /**
+   * Whether a lookup reads the balances now as well: with the admin token, or once a read without it
+   * succeeded (the service has PUBLIC_READS). Otherwise only a lookup with As of asks, so a service
+   * without public reads is not sent a request it refuses on every lookup.
+   */
+  const [balancesReadable, setBalancesReadable] = useState(admin !== null);
   const [page, setPage] = useState<(TransferPage & { address: string }) | null>(null);
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const [error, setError] = useState<string | null>(null);
@@ -55,6 +62,7 @@ export function Recipients() {
     try {
       const balances = await reader.getAddressBalances(target, at === null ? {} : { asOf: at });
       setShown({ address: target, asOf: at, balances, error: null });
+      setBalancesReadable(true);
     } catch (failure) {
       // Not the operator session's `fail`: a refusal here is about the admin token or PUBLIC_READS, not the session.
       const refused = PointsApiError.is(failure, "FORBIDDEN") || PointsApiError.is(failure, "UNAUTHORIZED");
@@ -70,7 +78,8 @@ export function Recipients() {
     if (at instanceof Error) return setError(at.message);
     const target = checksumAddress(key);
     void load(target, undefined, [undefined]);
-    void loadBalances(target, at);
+    if (at !== null || balancesReadable) void loadBalances(target, at);
+    else setShown(null);
   };
   const transfers = page?.transfers ?? [];
   const keepSearching = page !== null && transfers.length === 0 && page.cursor !== null;
@@ -88,6 +97,12 @@ export function Recipients() {
         </label>
         <button type="submit">Look up</button>
       </form>
+      {!balancesReadable && (
+        <p class="muted" data-testid="recipient-balances-hint">
+          With As of, the lookup also shows the address's balances as they stood then. Reading any address's balances needs the admin token
+          (Admin screen), or PUBLIC_READS on the service.
+        </p>
+      )}
       {error && (
         <p role="alert" class="error">
           {error}
