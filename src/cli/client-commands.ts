@@ -766,7 +766,9 @@ const leaderboard: ClientCommand = async (argv) => {
   return reportingFailures(async () => {
     const first = await client.leaderboardPage(query);
     if (!values.json) {
-      console.log(`leaderboard of ${client.contractAddress}, ${first.pointType}, ${windowText(first)}: ${first.participants} participant(s)`);
+      console.log(
+        `leaderboard of ${client.contractAddress}, ${first.pointType}, ${windowText(first)}: ${first.participants} participant(s)`,
+      );
     }
     let shown = 0;
     let cursor = first.cursor;

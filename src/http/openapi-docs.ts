@@ -340,10 +340,11 @@ export const leaderboardDocs = {
         { rank: 1, address: RECIPIENT_2, points: "40" },
         { rank: 2, address: RECIPIENT, points: "12.5" },
       ],
-      cursor: "djIubGIuUEhBU0UyX1BPSU5UUy4yMDI2LTExLTAxLjIwMjYtMTItMDEuMTI1MDAwMDAwMDAwMDAuMHg3MDk5Nzk3MGM1MTgxMmRjM2EwMTBjN2QwMWI1MGUwZDE3ZGM3OWM4LjIuMg",
+      cursor:
+        "djIubGIuUEhBU0UyX1BPSU5UUy4yMDI2LTExLTAxLjIwMjYtMTItMDEuMTI1MDAwMDAwMDAwMDAuMHg3MDk5Nzk3MGM1MTgxMmRjM2EwMTBjN2QwMWI1MGUwZDE3ZGM3OWM4LjIuMg",
     },
   ),
-  standing: ok("The address's place on the board: rank null and points \"0\" when the contract sent it nothing in the window.", {
+  standing: ok('The address\'s place on the board: rank null and points "0" when the contract sent it nothing in the window.', {
     address: RECIPIENT,
     rank: 2,
     points: "12.5",
