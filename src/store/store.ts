@@ -31,7 +31,7 @@ export type * from "./ports/leaderboards.js";
 export * from "./ports/snapshots.js";
 
 export interface Violation {
-  invariant: 1 | 2 | 3 | 4;
+  invariant: 1 | 2 | 3 | 4 | 5;
   message: string;
 }
 
