@@ -314,6 +314,15 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
       { rank: 2, address: early, points: "4" },
       { rank: 3, address: late, points: "2" },
     ]);
+    // A window's cursor names its board (point type and both days): longer than other listings', still accepted.
+    const first = await window(`from=${dayOne}&to=${dayThree}&limit=1`);
+    expect(first.cursor!.length).toBeGreaterThan(128);
+    const second = await window(`from=${dayOne}&to=${dayThree}&limit=2&cursor=${first.cursor}`);
+    expect(second.entries).toEqual([
+      { rank: 2, address: early, points: "4" },
+      { rank: 3, address: late, points: "2" },
+    ]);
+    expect(second.cursor).toBeNull();
     expect(await window("from=2030-01-01")).toEqual({
       success: true,
       pointType: "PHASE2_POINTS",

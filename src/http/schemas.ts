@@ -1,5 +1,6 @@
 import {
   API_KEY_NAME_MAX_LENGTH,
+  BOARD_CURSOR_MAX_LENGTH,
   CURSOR_MAX_LENGTH,
   DELIVERY_LIST_LIMIT_MAX,
   EVENT_TYPES_MAX_LENGTH,
@@ -559,7 +560,7 @@ export function leaderboardQuerySchema(config: Pick<Config, "pointTypes">) {
     {
       ...boardWindowFields(config),
       limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
-      cursor: Type.Optional(Cursor),
+      cursor: Type.Optional(Type.String({ ...input("cursor"), pattern: CURSOR_PATTERN, maxLength: BOARD_CURSOR_MAX_LENGTH })),
     },
     closed,
   );
