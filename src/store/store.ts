@@ -3,7 +3,7 @@ import type { ApiKeysStore } from "./ports/api-keys.js";
 import type { AuthStore } from "./ports/auth.js";
 import type { BatchesStore } from "./ports/batches.js";
 import type { EventsStore } from "./ports/events.js";
-import type { LeaderboardsStore } from "./ports/leaderboards.js";
+import type { HistoryStore, LeaderboardsStore } from "./ports/leaderboards.js";
 import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
@@ -31,7 +31,7 @@ export type * from "./ports/leaderboards.js";
 export * from "./ports/snapshots.js";
 
 export interface Violation {
-  invariant: 1 | 2 | 3 | 4;
+  invariant: 1 | 2 | 3 | 4 | 5;
   message: string;
 }
 
@@ -49,6 +49,7 @@ export interface LedgerStore
     WebhooksStore,
     TransfersStore,
     SnapshotsStore,
+    HistoryStore,
     LeaderboardsStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */

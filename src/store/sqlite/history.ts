@@ -1,0 +1,124 @@
+import { ZERO_BALANCE, type Balance } from "../../domain/balance.js";
+import type { AddressKey } from "../../domain/address.js";
+import type { PointType } from "../../domain/batch.js";
+import type { BalanceAsOf, HistoryReadPort, HistoryStore } from "../ports/leaderboards.js";
+import { fromTriple, statement, type SqliteDb } from "./db.js";
+
+/**
+ * Balances as they stood at a time (API.md "Leaderboards and history", `asOf`), read from the
+ * rows that carry their own times: credits (created_at_ms), received_history (finalized_at_ms)
+ * and the address's own batches (created, cancelled, finalized).
+ *
+ * Each read is one index range of addresses: one address (`= ?`, which lets batches_listing
+ * (contract, created_at_ms, seq) bound the creation time too) or a snapshot page's (after, through]
+ * (`BETWEEN`, the previous page's last address dropped). credits and received_history are read by
+ * their address-first keys.
+ *
+ * Sums are exact. SQLite's sum() of 64-bit integers stops with an overflow error, so received
+ * and sent amounts are summed in SQL as limbs small enough never to overflow (whole points split
+ * at 10^9, fractions at 10^6: over 9·10^9 rows each) and joined with BigInt here: a contract's
+ * 20,000 batches are summed in about 14 ms where reading them as rows took 85 ms.
+ * credits.amount_units is text wider than 64 bits: summed here, with BigInt (an address has
+ * few credits).
+ */
+
+type Range = { kind: "one"; address: string } | { kind: "between"; low: string; high: string };
+
+const RANGE_SQL = { one: (column: string) => `${column} = @low`, between: (column: string) => `${column} BETWEEN @low AND @high` };
+
+/** whole points (< 2^63) and fraction (< 10^12) columns as four sums that cannot overflow. */
+const LIMB_SUMS = (w: string, f: string) =>
+  `sum(${w} / 1000000000) AS wh, sum(${w} % 1000000000) AS wl, sum(${f} / 1000000) AS fh, sum(${f} % 1000000) AS fl`;
+
+const creditsSql = (range: Range["kind"]) =>
+  `SELECT address, point_type, amount_units FROM credits WHERE ${RANGE_SQL[range]("address")} AND created_at_ms <= @asOf`;
+
+const receiptsSql = (range: Range["kind"]) =>
+  `SELECT address, point_type, sum(amount_q) AS q, ${LIMB_SUMS("amount_w", "amount_f")}
+   FROM received_history WHERE ${RANGE_SQL[range]("address")} AND finalized_at_ms <= @asOf GROUP BY address, point_type`;
+
+// A batch created by then is finalized (F), cancelled (C) or still pending (P) as of then.
+// INDEXED BY: the partial indexes that also lead with contract hold only some batches.
+const sentSql = (range: Range["kind"]) =>
+  `SELECT contract AS address, point_type,
+     CASE WHEN finalized_at_ms <= @asOf THEN 'F' WHEN cancelled_at_ms <= @asOf THEN 'C' ELSE 'P' END AS state,
+     ${LIMB_SUMS("total_w", "total_f")}
+   FROM batches INDEXED BY batches_listing WHERE ${RANGE_SQL[range]("contract")} AND created_at_ms <= @asOf
+   GROUP BY contract, point_type, state`;
+
+interface LimbSums {
+  address: string;
+  point_type: string;
+  wh: bigint;
+  wl: bigint;
+  fh: bigint;
+  fl: bigint;
+}
+
+/** Units of the limb sums (see LIMB_SUMS), with `q` 10^18-point limbs. */
+function unitsOf(row: LimbSums, q: bigint = 0n): bigint {
+  const whole = row.wh * 1_000_000_000n + row.wl;
+  const fraction = row.fh * 1_000_000n + row.fl;
+  return fromTriple(q, whole, fraction);
+}
+
+/** The balances of one address range of the given point types, by `address point_type`; absent: zero. */
+function balancesInRange(db: SqliteDb, pointTypes: ReadonlySet<string>, range: Range, asOfMs: number): Map<string, Balance> {
+  const balances = new Map<string, Balance>();
+  const add = (address: string, pointType: string, field: keyof Balance, units: bigint) => {
+    if (!pointTypes.has(pointType)) return;
+    const key = `${address} ${pointType}`;
+    const balance = { ...(balances.get(key) ?? ZERO_BALANCE) };
+    balance[field] += units;
+    balances.set(key, balance);
+  };
+  const params = range.kind === "one" ? { low: range.address, asOf: asOfMs } : { low: range.low, high: range.high, asOf: asOfMs };
+  for (const row of statement(db, creditsSql(range.kind)).all(params) as { address: string; point_type: string; amount_units: string }[]) {
+    add(row.address, row.point_type, "earnedCumulative", BigInt(row.amount_units));
+  }
+  for (const row of statement(db, receiptsSql(range.kind)).all(params) as (LimbSums & { q: bigint })[]) {
+    add(row.address, row.point_type, "receivedCumulative", unitsOf(row, row.q));
+  }
+  for (const row of statement(db, sentSql(range.kind)).all(params) as (LimbSums & { state: "F" | "C" | "P" })[]) {
+    if (row.state === "F") add(row.address, row.point_type, "finalizedSentCumulative", unitsOf(row));
+    else if (row.state === "P") add(row.address, row.point_type, "pendingSent", unitsOf(row));
+  }
+  return balances;
+}
+
+/** HistoryStore.getBalancesAsOf: one consistent read (a read transaction) of three ranges of one address. */
+export function getBalancesAsOf<T extends PointType>(
+  db: SqliteDb,
+  address: AddressKey,
+  pointTypes: readonly T[],
+  asOfMs: number,
+): Record<T, Balance> {
+  const found = db.transaction(() => balancesInRange(db, new Set(pointTypes), { kind: "one", address }, asOfMs))();
+  const balances = {} as Record<T, Balance>;
+  for (const pointType of pointTypes) balances[pointType] = found.get(`${address} ${pointType}`) ?? ZERO_BALANCE;
+  return balances;
+}
+
+/**
+ * HistoryReadPort.readBalancesAsOf: the balances at asOfMs of the addresses in (after, through]
+ * with any history of the point type, by address. Run inside the caller's read transaction.
+ */
+function readBalancesAsOf(db: SqliteDb, pointType: PointType, afterAddress: string, throughAddress: string, asOfMs: number): BalanceAsOf[] {
+  const range: Range = { kind: "between", low: afterAddress, high: throughAddress };
+  const balances: BalanceAsOf[] = [];
+  for (const [key, balance] of balancesInRange(db, new Set([pointType]), range, asOfMs)) {
+    const address = key.slice(0, key.indexOf(" ")) as AddressKey;
+    // BETWEEN includes `after`, which the previous page already measured.
+    if (address !== afterAddress) balances.push({ address, pointType, balance });
+  }
+  return balances.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+}
+
+export const history = { readBalancesAsOf } satisfies HistoryReadPort<SqliteDb, "sync">;
+
+/** The port's history reads over the connection `current()` returns (index.ts may reopen it). */
+export function historyOperations(current: () => SqliteDb) {
+  return {
+    getBalancesAsOf: async (address, pointTypes, asOfMs) => getBalancesAsOf(current(), address, pointTypes, asOfMs),
+  } satisfies HistoryStore;
+}
