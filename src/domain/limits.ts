@@ -196,3 +196,25 @@ export const SEND_TIMEOUT_MS = 15_000;
 export const ENDPOINT_BACKOFF_BASE_MS = 1000;
 /** The longest an endpoint that keeps timing out is held back between attempts. */
 export const ENDPOINT_BACKOFF_MAX_MS = 60_000;
+
+/**
+ * Most batches one step of the history job adds, in one transaction. A step costs about what
+ * finalizing its batches costs (SQLite, measured: 10–20 ms for a batch of 2000 transfers on a
+ * board of 32k–1M addresses, holding the writer and the event loop), so steps start at one batch
+ * and grow only while they stay under HISTORY_BACKFILL_STEP_TARGET_MS: many small batches go fast,
+ * large ones one at a time.
+ */
+export const HISTORY_BACKFILL_MAX_STEP = 50;
+/** The time one step should take; a step that took longer halves the next one. */
+export const HISTORY_BACKFILL_STEP_TARGET_MS = 50;
+/** Steps one run takes at most before it sleeps (runs resume where the last one stopped: the list shrinks). */
+export const HISTORY_BACKFILL_MAX_STEPS = 100;
+/** Time between runs once nothing is left (a restore of an old backup may list batches again). */
+export const HISTORY_BACKFILL_INTERVAL_MS = 60_000;
+
+/**
+ * How far in the past `asOf` must be: every write stamped at or before it has committed by then
+ * (a request in flight carries the time it started), so a snapshot as of a time is the same
+ * whenever it is taken.
+ */
+export const SNAPSHOT_AS_OF_MIN_AGE_MS = 60_000;

@@ -5,6 +5,9 @@ import type { PointType } from "./batch.js";
 import { assertInvariant, InvariantViolation } from "./errors.js";
 import { isoTime } from "./json.js";
 import { formatPoints, POINT_DECIMALS } from "./points.js";
+import { SNAPSHOT_AS_OF_MIN_AGE_MS } from "./limits.js";
+
+export { SNAPSHOT_AS_OF_MIN_AGE_MS };
 
 /**
  * Snapshots (docs/api.md, Snapshots): every address's balance of one point type at one consistent
@@ -21,13 +24,6 @@ export const SNAPSHOT_DECIMALS_DEFAULT = 18;
 export const LEAVES_PER_CHUNK = 1024;
 /** Tree nodes stored per row (32 KB): a proof of a 1,000,000-leaf tree reads about a dozen. */
 export const NODES_PER_CHUNK = 1024;
-
-/**
- * How far in the past `asOf` must be: every write stamped at or before it has committed by then
- * (a request in flight carries the time it started), so a snapshot as of a time is the same
- * whenever it is taken.
- */
-export const SNAPSHOT_AS_OF_MIN_AGE_MS = 60_000;
 
 export interface SnapshotRequest {
   id: string;

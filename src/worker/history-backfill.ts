@@ -2,21 +2,12 @@ import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { LeaderboardsStore } from "../store/store.js";
 import { JobLoop } from "../job-loop.js";
-
-/**
- * Most batches one step of the history job adds, in one transaction. A step costs about what
- * finalizing its batches costs (on SQLite, measured: 0.1–0.5 s for a batch of 2000 transfers on a
- * board of 32k–1M addresses, holding the writer and the event loop), so steps start at one batch
- * and grow only while they stay under HISTORY_BACKFILL_STEP_TARGET_MS: many small batches go fast,
- * large ones one at a time.
- */
-export const HISTORY_BACKFILL_MAX_STEP = 50;
-/** The time one step should take; a step that took longer halves the next one. */
-export const HISTORY_BACKFILL_STEP_TARGET_MS = 50;
-/** Steps one run takes at most before it sleeps (runs resume where the last one stopped: the list shrinks). */
-export const HISTORY_BACKFILL_MAX_STEPS = 100;
-/** Time between runs once nothing is left (a restore of an old backup may list batches again). */
-export const HISTORY_BACKFILL_INTERVAL_MS = 60_000;
+import {
+  HISTORY_BACKFILL_INTERVAL_MS,
+  HISTORY_BACKFILL_MAX_STEP,
+  HISTORY_BACKFILL_MAX_STEPS,
+  HISTORY_BACKFILL_STEP_TARGET_MS,
+} from "../domain/limits.js";
 
 /**
  * Adds the batches that were FINALIZED before history existed (history_backfill, migration SQLite
