@@ -5,6 +5,7 @@ import type { DueBatch, FinalizedBatch, FinalizeFailure } from "../store/ports/b
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
 import { checkedWrite } from "./balance.js";
 import { inFinalizeAttempt, inFinalizePass, io, readWith, type Flow } from "./flow.js";
+import { recordFinalizedBatch } from "./history.js";
 
 /**
  * Per database, the contract whose batch was attempted last: the next ranking starts the round
@@ -97,6 +98,8 @@ function* finalizeOne<Db>(ports: LedgerPorts<Db>, db: Db, seq: string, nowMs: nu
     accounts === stored.transferCount + 1,
     `batch ${stored.batchId} has ${accounts - 1} stored transfers: settled ${accounts} accounts for ${stored.transferCount} transfers`,
   );
+  // The boards and received_history, in the same transaction: they show exactly the finalized batches.
+  yield* recordFinalizedBatch(ports, db, stored, nowMs);
   yield* io(ports.events.appendEvents(db, transition.events));
   return {
     contract: stored.contract,

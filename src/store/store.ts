@@ -3,6 +3,7 @@ import type { ApiKeysStore } from "./ports/api-keys.js";
 import type { AuthStore } from "./ports/auth.js";
 import type { BatchesStore } from "./ports/batches.js";
 import type { EventsStore } from "./ports/events.js";
+import type { LeaderboardsStore } from "./ports/leaderboards.js";
 import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
@@ -25,6 +26,7 @@ export type * from "./ports/credits.js";
 export type * from "./ports/transfers.js";
 export type * from "./ports/events.js";
 export type * from "./ports/webhooks.js";
+export type * from "./ports/leaderboards.js";
 // Snapshots' port also holds a class (SnapshotBuildAbandonedError): a value export.
 export * from "./ports/snapshots.js";
 
@@ -38,7 +40,16 @@ export interface Violation {
  * (sqlite/<file>.ts beside postgres/<file>.ts), plus the database's own life cycle.
  */
 export interface LedgerStore
-  extends AccountsStore, BatchesStore, AuthStore, ApiKeysStore, EventsStore, WebhooksStore, TransfersStore, SnapshotsStore {
+  extends
+    AccountsStore,
+    BatchesStore,
+    AuthStore,
+    ApiKeysStore,
+    EventsStore,
+    WebhooksStore,
+    TransfersStore,
+    SnapshotsStore,
+    LeaderboardsStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;
@@ -55,7 +66,7 @@ export interface LedgerStore
 /** The LedgerStore operations the flows of src/ledger/ implement, once for both adapters. */
 export type LedgerOperations = Pick<
   LedgerStore,
-  "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator" | "createApiKey" | "revokeApiKey"
+  "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator" | "createApiKey" | "revokeApiKey" | "backfillHistory"
 >;
 
 /**

@@ -5,11 +5,13 @@ import type { Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
 import { DeliveryJob } from "../outbox/delivery-job.js";
 import { Finalizer } from "./finalize.js";
+import { HistoryBackfillJob } from "./history-backfill.js";
 import { PurgeJob } from "./purge.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
- * (`points-ledger worker`): finalize (finalize.ts), deliver (../outbox/delivery-job.ts), purge (purge.ts). Each
+ * (`points-ledger worker`): finalize (finalize.ts), deliver (../outbox/delivery-job.ts), purge (purge.ts),
+ * history (history-backfill.ts: batches finalized before the leaderboards existed). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).
@@ -18,6 +20,7 @@ export interface Worker {
   finalize: Finalizer;
   deliver: DeliveryJob;
   purge: PurgeJob;
+  history: HistoryBackfillJob;
   start(): void;
   /** Stops every job, waiting for the work in progress (the current batch, the sends in flight). */
   stop(): Promise<void>;
@@ -49,11 +52,13 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     metrics,
     log.child({ job: "purge" }),
   );
-  const jobs = [finalize, deliver, purge];
+  const history = new HistoryBackfillJob(store, {}, log.child({ job: "history" }));
+  const jobs = [finalize, deliver, purge, history];
   return {
     finalize,
     deliver,
     purge,
+    history,
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {
       await Promise.all(jobs.map((job) => job.stop()));

@@ -29,7 +29,7 @@ export interface BatchRow {
  * Named columns rather than `*`: a prepared statement keeps its result shape, so a later migration
  * that adds a column must not break the statements of processes already running.
  */
-const BATCH_COLUMNS = `seq, contract, batch_id, point_type, status, total_units, transfer_count, seconds_to_finalize,
+export const BATCH_COLUMNS = `seq, contract, batch_id, point_type, status, total_units, transfer_count, seconds_to_finalize,
   created_at_ms, finalize_at_ms, updated_at_ms, finalized_at_ms, cancelled_at_ms, submitted_by, cancelled_by`;
 
 export function toBatch(row: BatchRow): Batch {

@@ -1,0 +1,46 @@
+import { assertInvariant } from "../domain/errors.js";
+import type { StoredBatch } from "../store/ports/batches.js";
+import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
+import { inTransaction, io, type Flow } from "./flow.js";
+
+/**
+ * Leaderboards and history (src/store/ports/leaderboards.ts), kept by the flows: a FINALIZED
+ * batch is added to its contract's board and to its recipients' received_history in the
+ * transaction that finalizes it (finalize.ts finalizeOne, right after the settlement), so a board
+ * never shows a batch that did not finalize, nor misses one that did.
+ */
+export function* recordFinalizedBatch<Db>(ports: LedgerPorts<Db>, db: Db, batch: StoredBatch, finalizedAtMs: number): Flow<void> {
+  const recipients = yield* io(ports.leaderboards.addToBoard(db, batch));
+  // Recipients with nothing (a zero transfer, where a point type's minimum is 0) are not ranked:
+  // a batch that moved points ranks at least one address, and never more than it has transfers.
+  assertInvariant(
+    recipients <= batch.transferCount && recipients > 0 === batch.total > 0n,
+    `batch ${batch.batchId} ranked ${recipients} recipients for ${batch.transferCount} transfers totalling ${batch.total} units`,
+  );
+  yield* io(ports.leaderboards.addReceipts(db, batch, finalizedAtMs));
+}
+
+/**
+ * One bounded step of the history job (src/worker/history-backfill.ts): takes up to `limit` of
+ * the batches that were FINALIZED before history existed off history_backfill and records each,
+ * all in one transaction, so a batch is added exactly once (taken and recorded, or neither).
+ * Each sender's account is locked first, in (contract, point type) order: a finalization of the
+ * same board holds that lock from its settlement on (PostgreSQL), so the two never interleave
+ * their board writes. Returns how many batches it added.
+ */
+export async function backfillHistory<Db>(database: LedgerDatabase<Db>, limit: number): Promise<number> {
+  return inTransaction(database, function* (ports, db) {
+    const taken = yield* io(ports.leaderboards.takeBackfill(db, limit));
+    assertInvariant(taken.length <= limit, `took ${taken.length} batches to backfill, more than the ${limit} asked`);
+    const boards = [...new Set(taken.map(({ batch }) => `${batch.contract} ${batch.pointType}`))].sort();
+    for (const board of boards) {
+      const [contract, pointType] = board.split(" ") as [StoredBatch["contract"], StoredBatch["pointType"]];
+      yield* io(ports.accounts.lockBalance(db, contract, pointType));
+    }
+    for (const { batch, finalizedAtMs } of taken) {
+      assertInvariant(batch.status === "FINALIZED", `batch ${batch.batchId} to backfill is ${batch.status}, not FINALIZED`);
+      yield* recordFinalizedBatch(ports, db, batch, finalizedAtMs);
+    }
+    return taken.length;
+  });
+}

@@ -1,0 +1,282 @@
+import type { AddressKey } from "../../domain/address.js";
+import type { PointType } from "../../domain/batch.js";
+import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import type { StoredBatch } from "../ports/batches.js";
+import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
+import { toStoredBatch } from "../rows.js";
+import { BATCH_COLUMNS, type BatchRow } from "./batches.js";
+import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
+
+/**
+ * The leaderboards and received_history (../ports/leaderboards.ts) over PostgreSQL. Every write
+ * is one set-based statement over the batch's transfers (`transfers WHERE seq = $1`), its
+ * recipients summed per address first: a batch stored without the HTTP layer's check may name an
+ * address twice, and a board holds one entry per address.
+ *
+ * Concurrency: a board's rows are keyed by its contract, and every write to them runs after the
+ * writer locked the contract's account of that point type (finalize: settleBatch locks the
+ * sender; the history job: lockBalance), so two writers of one board queue there and each
+ * statement here sees the other's commit. Rows are still touched in address (entries) and band
+ * order, as settleBatch does.
+ */
+
+/** A recipient's sum in one batch (only those sent anything are ranked). */
+const RECIPIENTS_SQL = `SELECT to_address AS address, sum(amount_units) AS units
+   FROM transfers WHERE seq = $1 GROUP BY to_address HAVING sum(amount_units) > 0`;
+
+/** domain/leaderboard.ts rankBandOf of a NUMERIC(40,0) amount: its digits × 100 plus its first two digits. */
+function bandSql(units: string): string {
+  return `(length(${units}::text) * 100 + left(${units}::text, 2)::int)`;
+}
+
+/**
+ * The batch's recipients on its contract's board, in one statement: the bands of their old
+ * amounts (this statement's snapshot) lose them, their entries grow (or are created), the bands of
+ * the new amounts (RETURNING) gain them. A band's change is netted first (a row is changed once per
+ * statement): gains are upserted, losses subtracted from rows that exist. Returns how many
+ * recipients were ranked.
+ */
+async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
+  const { rows } = await db.query<{ ranked: string }>({
+    name: "pl-lb-add-to-board",
+    text: `WITH recipients AS (${RECIPIENTS_SQL}),
+           old AS (
+             SELECT ${bandSql("e.points_units")} AS band, -count(*) AS n
+             FROM recipients r JOIN leaderboard_entries e ON e.contract = $2 AND e.point_type = $3 AND e.address = r.address
+             GROUP BY 1
+           ),
+           upserted AS (
+             INSERT INTO leaderboard_entries AS e (contract, point_type, address, points_units)
+             SELECT $2, $3, address, units FROM recipients ORDER BY address
+             ON CONFLICT (contract, point_type, address) DO UPDATE SET points_units = e.points_units + excluded.points_units
+             RETURNING e.points_units
+           ),
+           new AS (SELECT ${bandSql("points_units")} AS band, count(*) AS n FROM upserted GROUP BY 1),
+           delta AS (
+             SELECT band, sum(n) AS n FROM (SELECT band, n FROM old UNION ALL SELECT band, n FROM new) changes
+             GROUP BY band HAVING sum(n) <> 0
+           ),
+           gained AS (
+             INSERT INTO leaderboard_bands AS b (contract, point_type, band, entries)
+             SELECT $2, $3, band, n FROM delta WHERE n > 0 ORDER BY band
+             ON CONFLICT (contract, point_type, band) DO UPDATE SET entries = b.entries + excluded.entries
+             RETURNING 1
+           ),
+           lost AS (
+             UPDATE leaderboard_bands b SET entries = b.entries + delta.n FROM delta
+             WHERE delta.n < 0 AND b.contract = $2 AND b.point_type = $3 AND b.band = delta.band
+             RETURNING 1
+           )
+           SELECT count(*) AS ranked FROM upserted`,
+    values: [batch.seq, batch.contract, batch.pointType],
+  });
+  return Number(rows[0]!.ranked);
+}
+
+/** Each recipient's sum into received_history at finalizedAtMs (a second batch of the contract in the same ms adds up). */
+async function addReceipts(db: Queryable, batch: StoredBatch, finalizedAtMs: number): Promise<void> {
+  await db.query({
+    name: "pl-lb-add-receipts",
+    text: `INSERT INTO received_history AS h (address, point_type, finalized_at_ms, contract, amount_units)
+           SELECT address, $3, $4, $2, units FROM (${RECIPIENTS_SQL}) recipients ORDER BY address
+           ON CONFLICT (address, point_type, finalized_at_ms, contract) DO UPDATE SET amount_units = h.amount_units + excluded.amount_units`,
+    values: [batch.seq, batch.contract, batch.pointType, finalizedAtMs],
+  });
+}
+
+/**
+ * Up to `limit` batches off history_backfill, oldest first, deleted in this transaction; rows
+ * another instance's step holds are skipped (SKIP LOCKED), so steps of several instances share
+ * the work and never add a batch twice.
+ */
+async function takeBackfill(db: Queryable, limit: number): Promise<{ batch: StoredBatch; finalizedAtMs: number }[]> {
+  const { rows } = await db.query<BatchRow>({
+    name: "pl-lb-take-backfill",
+    text: `WITH taken AS (SELECT seq FROM history_backfill ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED),
+           deleted AS (DELETE FROM history_backfill h USING taken WHERE h.seq = taken.seq RETURNING h.seq)
+           SELECT ${BATCH_COLUMNS} FROM batches WHERE seq IN (SELECT seq FROM deleted) ORDER BY seq`,
+    values: [limit],
+  });
+  return rows.map((row) => ({ batch: toStoredBatch(row, toUnits(row.total_units)), finalizedAtMs: toNumber(row.finalized_at_ms) }));
+}
+
+/** The history tables for the ledger flows (src/ledger/history.ts), over pg. */
+export const leaderboards = { addToBoard, addReceipts, takeBackfill } satisfies LeaderboardsPort<Queryable, "async">;
+
+// ---- Reads -------------------------------------------------------------------------------------
+
+interface EntryRow {
+  address: string;
+  units: string;
+}
+
+function boardRows(rows: EntryRow[]): BoardRow[] {
+  return rows.map((row) => ({ address: row.address as AddressKey, units: toUnits(row.units) }));
+}
+
+async function participantsOf(db: Queryable, contract: AddressKey, pointType: PointType): Promise<number> {
+  const { rows } = await db.query<{ participants: string }>({
+    name: "pl-lb-participants",
+    text: "SELECT coalesce(sum(entries), 0) AS participants FROM leaderboard_bands WHERE contract = $1 AND point_type = $2",
+    values: [contract, pointType],
+  });
+  return Number(rows[0]!.participants);
+}
+
+/**
+ * All time: the ranking index read from where the page starts. Past a cursor, the rest of its
+ * amount's tie (address after it) then the amounts below: two index ranges, never a sort.
+ */
+async function readAllTimeRows(db: Queryable, query: BoardQuery, limit: number): Promise<BoardRow[]> {
+  if (query.after === null) {
+    const { rows } = await db.query<EntryRow>({
+      name: "pl-lb-board-first",
+      text: `SELECT address, points_units::text AS units FROM leaderboard_entries WHERE contract = $1 AND point_type = $2
+             ORDER BY points_units DESC, address LIMIT $3`,
+      values: [query.contract, query.pointType, limit],
+    });
+    return boardRows(rows);
+  }
+  const at = [query.contract, query.pointType, query.after.units.toString()];
+  const tie = await db.query<EntryRow>({
+    name: "pl-lb-board-tie",
+    text: `SELECT address, points_units::text AS units FROM leaderboard_entries
+           WHERE contract = $1 AND point_type = $2 AND points_units = $3::numeric AND address > $4 ORDER BY address LIMIT $5`,
+    values: [...at, query.after.address, limit],
+  });
+  if (tie.rows.length >= limit) return boardRows(tie.rows);
+  const below = await db.query<EntryRow>({
+    name: "pl-lb-board-below",
+    text: `SELECT address, points_units::text AS units FROM leaderboard_entries
+           WHERE contract = $1 AND point_type = $2 AND points_units < $3::numeric ORDER BY points_units DESC, address LIMIT $4`,
+    values: [...at, limit - tie.rows.length],
+  });
+  return boardRows([...tie.rows, ...below.rows]);
+}
+
+/** A window's board: its FINALIZED batches (batches_finalized) and their transfers, summed per recipient. */
+const WINDOW_BOARD_SQL = `board AS (
+    SELECT t.to_address AS address, sum(t.amount_units) AS units
+    FROM batches b JOIN transfers t ON t.seq = b.seq
+    WHERE b.contract = $1 AND b.point_type = $2 AND b.status = 'FINALIZED' AND b.finalized_at_ms >= $3 AND b.finalized_at_ms < $4
+    GROUP BY t.to_address HAVING sum(t.amount_units) > 0
+  )`;
+
+function windowBounds(window: DayWindow): [number, number] {
+  return [window.fromMs ?? Number.MIN_SAFE_INTEGER, window.toMs ?? Number.MAX_SAFE_INTEGER];
+}
+
+/** A window's page and its participants, one statement (the count is there even when the page is empty). */
+async function readWindowBoard(db: Queryable, query: BoardQuery, limit: number): Promise<{ participants: number; rows: BoardRow[] }> {
+  const { rows } = await db.query<{ participants: string; address: string | null; units: string | null }>({
+    name: "pl-lb-window-board",
+    text: `WITH ${WINDOW_BOARD_SQL}
+           SELECT p.participants, page.address, page.units FROM (SELECT count(*) AS participants FROM board) p
+           LEFT JOIN LATERAL (
+             SELECT address, units::text AS units FROM board
+             WHERE $5::numeric IS NULL OR units < $5::numeric OR (units = $5::numeric AND address > $6)
+             ORDER BY board.units DESC, address LIMIT $7
+           ) page ON true`,
+    values: [
+      query.contract,
+      query.pointType,
+      ...windowBounds(query.window),
+      query.after?.units.toString() ?? null,
+      query.after?.address ?? "",
+      limit,
+    ],
+  });
+  // Board order once more: a join does not promise to keep the lateral page's order.
+  const page = boardRows(rows.filter((row) => row.address !== null) as EntryRow[]).sort((a, b) =>
+    a.units === b.units ? (a.address < b.address ? -1 : 1) : a.units > b.units ? -1 : 1,
+  );
+  return { participants: Number(rows[0]!.participants), rows: page };
+}
+
+function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: boolean } {
+  return { rows: rows.slice(0, limit), more: rows.length > limit };
+}
+
+/** A page of a board (all time or a window), read in one snapshot: its rows and participants agree. */
+async function readBoard(pool: PgPool, query: BoardQuery): Promise<BoardPage> {
+  return transaction(
+    pool,
+    async (db) => {
+      if (isAllTime(query.window)) {
+        const rows = await readAllTimeRows(db, query, query.limit + 1);
+        return { participants: await participantsOf(db, query.contract, query.pointType), ...pageOf(rows, query.limit) };
+      }
+      const { participants, rows } = await readWindowBoard(db, query, query.limit + 1);
+      return { participants, ...pageOf(rows, query.limit) };
+    },
+    { isolation: "REPEATABLE READ", readOnly: true },
+  );
+}
+
+/**
+ * An address's place on the whole board: the entries of the bands above its amount's, plus the
+ * entries inside its band with more (one range of the ranking index, bounded by bandUpperUnits).
+ */
+async function readAllTimeStanding(db: Queryable, contract: AddressKey, pointType: PointType, address: AddressKey): Promise<BoardStanding> {
+  const participants = await participantsOf(db, contract, pointType);
+  const entry = await db.query<{ units: string }>({
+    name: "pl-lb-entry",
+    text: "SELECT points_units::text AS units FROM leaderboard_entries WHERE contract = $1 AND point_type = $2 AND address = $3",
+    values: [contract, pointType, address],
+  });
+  const units = entry.rows[0] ? toUnits(entry.rows[0].units) : 0n;
+  if (units === 0n) return { units, ahead: participants, participants };
+  const band = rankBandOf(units);
+  const { rows } = await db.query<{ above: string; inside: string }>({
+    name: "pl-lb-ahead",
+    text: `SELECT
+             (SELECT coalesce(sum(entries), 0) FROM leaderboard_bands WHERE contract = $1 AND point_type = $2 AND band > $3) AS above,
+             (SELECT count(*) FROM leaderboard_entries WHERE contract = $1 AND point_type = $2
+                AND points_units > $4::numeric AND points_units < $5::numeric) AS inside`,
+    values: [contract, pointType, band, units.toString(), bandUpperUnits(band).toString()],
+  });
+  return { units, ahead: Number(rows[0]!.above) + Number(rows[0]!.inside), participants };
+}
+
+async function readWindowStanding(
+  db: Queryable,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  address: AddressKey,
+): Promise<BoardStanding> {
+  const { rows } = await db.query<{ participants: string; units: string | null; ahead: string }>({
+    name: "pl-lb-window-standing",
+    text: `WITH ${WINDOW_BOARD_SQL}
+           SELECT (SELECT count(*) FROM board) AS participants, me.units::text AS units,
+             (SELECT count(*) FROM board o WHERE o.units > me.units) AS ahead
+           FROM (SELECT 1) one LEFT JOIN board me ON me.address = $5`,
+    values: [contract, pointType, ...windowBounds(window), address],
+  });
+  const row = rows[0]!;
+  const participants = Number(row.participants);
+  if (row.units === null) return { units: 0n, ahead: participants, participants };
+  return { units: toUnits(row.units), ahead: Number(row.ahead), participants };
+}
+
+async function readStanding(
+  pool: PgPool,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  address: AddressKey,
+): Promise<BoardStanding> {
+  if (!isAllTime(window)) return readWindowStanding(pool, contract, pointType, window, address);
+  return transaction(pool, (db) => readAllTimeStanding(db, contract, pointType, address), { isolation: "REPEATABLE READ", readOnly: true });
+}
+
+async function historyBackfillRemaining(pool: PgPool): Promise<number> {
+  const { rows } = await pool.query<{ remaining: string }>({
+    name: "pl-lb-backfill-remaining",
+    text: "SELECT count(*) AS remaining FROM history_backfill",
+  });
+  return Number(rows[0]!.remaining);
+}
+
+/** The LeaderboardsStore reads, over the pool (index.ts composes them; backfillHistory is a flow). */
+export const leaderboardReads = { readBoard, readStanding, historyBackfillRemaining };

@@ -1,0 +1,310 @@
+import type { AddressKey } from "../../domain/address.js";
+import type { PointType } from "../../domain/batch.js";
+import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { UNITS_PER_POINT } from "../../domain/points.js";
+import type { StoredBatch } from "../ports/batches.js";
+import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
+import { toStoredBatch } from "../rows.js";
+import type { BatchRow } from "./batches.js";
+import { fromPair, fromTriple, statement, toNumber, toTriple, type SqliteDb } from "./db.js";
+
+/**
+ * The leaderboards and received_history (../ports/leaderboards.ts) over SQLite. Amounts are the
+ * schema's (q, w, f) triples, added with carries as accounts.ts adds receivedCumulative. Every
+ * write is one set-based statement over the batch's transfers (`transfers WHERE seq = ?`), its
+ * recipients summed per address first: a batch stored without the HTTP layer's check may name an
+ * address twice, and a board holds one entry per address.
+ */
+
+/** A recipient's sum in one batch as a (w, f) pair: Σw ≤ the batch total ≤ 10^18 points, so it cannot overflow. */
+const RECIPIENTS_SQL = `SELECT to_address AS address,
+     SUM(amount_w) + SUM(amount_f) / 1000000000000 AS w, SUM(amount_f) % 1000000000000 AS f
+   FROM transfers WHERE seq = @seq GROUP BY to_address HAVING max(amount_w) > 0 OR max(amount_f) > 0`;
+
+/**
+ * domain/leaderboard.ts rankBandOf of a (q, w, f) triple: the amount's decimal digits (q, then w
+ * padded to 18 digits, then f to 12, leading zeros trimmed) × 100 plus its first two digits.
+ */
+function bandSql(q: string, w: string, f: string): string {
+  const digits = `ltrim(printf('%d%018d%012d', ${q}, ${w}, ${f}), '0')`;
+  return `(length(${digits}) * 100 + CAST(substr(${digits}, 1, 2) AS INTEGER))`;
+}
+
+const ENTRY_BAND = bandSql("e.points_q", "e.points_w", "e.points_f");
+
+/** A (w, f) pair's sum with a triple's old value, carried: the same bounds as accounts.ts creditRecipients. */
+function carriedSet(prefix: string): string {
+  return `${prefix}_q = ${prefix}_q
+         + (${prefix}_w + excluded.${prefix}_w + (${prefix}_f + excluded.${prefix}_f) / 1000000000000) / 1000000000000000000,
+       ${prefix}_w = (${prefix}_w + excluded.${prefix}_w + (${prefix}_f + excluded.${prefix}_f) / 1000000000000) % 1000000000000000000,
+       ${prefix}_f = (${prefix}_f + excluded.${prefix}_f) % 1000000000000`;
+}
+
+/**
+ * The batch's recipients on its contract's board: their old bands lose them, their entries grow
+ * (or are created), their new bands gain them. One writer holds the database, so nothing
+ * interleaves. Returns how many recipients were ranked (those the batch sent anything).
+ */
+function addToBoard(db: SqliteDb, batch: StoredBatch): number {
+  const board = { seq: BigInt(batch.seq), contract: batch.contract, pointType: batch.pointType };
+  statement(
+    db,
+    `WITH recipients AS (${RECIPIENTS_SQL}),
+     old AS (
+       SELECT ${ENTRY_BAND} AS band, count(*) AS n FROM recipients r
+       JOIN leaderboard_entries e ON e.contract = @contract AND e.point_type = @pointType AND e.address = r.address
+       GROUP BY 1
+     )
+     UPDATE leaderboard_bands SET entries = entries - old.n FROM old
+     WHERE leaderboard_bands.contract = @contract AND leaderboard_bands.point_type = @pointType AND leaderboard_bands.band = old.band`,
+  ).run(board);
+  const ranked = statement(
+    db,
+    `INSERT INTO leaderboard_entries (contract, point_type, address, points_w, points_f)
+     SELECT @contract, @pointType, address, w, f FROM (${RECIPIENTS_SQL}) WHERE true
+     ON CONFLICT (contract, point_type, address) DO UPDATE SET ${carriedSet("points")}`,
+  ).run(board).changes;
+  statement(
+    db,
+    `INSERT INTO leaderboard_bands (contract, point_type, band, entries)
+     SELECT @contract, @pointType, ${ENTRY_BAND}, count(*) FROM leaderboard_entries e
+     WHERE e.contract = @contract AND e.point_type = @pointType
+       AND e.address IN (SELECT address FROM (${RECIPIENTS_SQL}))
+     GROUP BY 3
+     ON CONFLICT (contract, point_type, band) DO UPDATE SET entries = entries + excluded.entries`,
+  ).run(board);
+  return ranked;
+}
+
+/** Each recipient's sum into received_history at finalizedAtMs (a second batch of the contract in the same ms adds up). */
+function addReceipts(db: SqliteDb, batch: StoredBatch, finalizedAtMs: number): void {
+  statement(
+    db,
+    `INSERT INTO received_history (address, point_type, finalized_at_ms, contract, amount_w, amount_f)
+     SELECT address, @pointType, @finalizedAtMs, @contract, w, f FROM (${RECIPIENTS_SQL}) WHERE true
+     ON CONFLICT (address, point_type, finalized_at_ms, contract) DO UPDATE SET ${carriedSet("amount")}`,
+  ).run({ seq: BigInt(batch.seq), contract: batch.contract, pointType: batch.pointType, finalizedAtMs });
+}
+
+/** Up to `limit` batches off history_backfill, oldest first, deleted in this transaction. */
+function takeBackfill(db: SqliteDb, limit: number): { batch: StoredBatch; finalizedAtMs: number }[] {
+  const seqs = (
+    statement(db, "DELETE FROM history_backfill WHERE seq IN (SELECT seq FROM history_backfill ORDER BY seq LIMIT ?) RETURNING seq")
+      .pluck()
+      .all(limit) as bigint[]
+  ).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return seqs.map((seq) => {
+    const row = statement(db, "SELECT * FROM batches WHERE seq = ?").get(seq) as BatchRow;
+    const batch = toStoredBatch(row, fromPair(row.total_w, row.total_f));
+    return { batch, finalizedAtMs: toNumber(row.finalized_at_ms) };
+  });
+}
+
+/** The history tables for the ledger flows (src/ledger/history.ts), synchronously. */
+export const leaderboards = { addToBoard, addReceipts, takeBackfill } satisfies LeaderboardsPort<SqliteDb, "sync">;
+
+// ---- Reads -------------------------------------------------------------------------------------
+
+const ENTRY_ORDER = "points_q DESC, points_w DESC, points_f DESC, address";
+
+function entryRows(rows: [string, bigint, bigint, bigint][]): BoardRow[] {
+  return rows.map(([address, q, w, f]) => ({ address: address as AddressKey, units: fromTriple(q, w, f) }));
+}
+
+function participantsOf(db: SqliteDb, contract: AddressKey, pointType: PointType): number {
+  return toNumber(
+    statement(db, "SELECT coalesce(sum(entries), 0) FROM leaderboard_bands WHERE contract = ? AND point_type = ?")
+      .pluck()
+      .get(contract, pointType),
+  );
+}
+
+/**
+ * All time: the ranking index read from where the page starts. Past a cursor, the rest of its
+ * amount's tie (address after it) then the amounts below: two index ranges, never a sort.
+ */
+function readAllTimeRows(db: SqliteDb, query: BoardQuery, limit: number): BoardRow[] {
+  const board = { contract: query.contract, pointType: query.pointType, limit };
+  const where = "contract = @contract AND point_type = @pointType";
+  if (query.after === null) {
+    const rows = statement(
+      db,
+      `SELECT address, points_q, points_w, points_f FROM leaderboard_entries WHERE ${where} ORDER BY ${ENTRY_ORDER} LIMIT @limit`,
+    )
+      .raw(true)
+      .all(board) as [string, bigint, bigint, bigint][];
+    return entryRows(rows);
+  }
+  const [q, w, f] = toTriple(query.after.units);
+  const at = { ...board, q, w, f, address: query.after.address };
+  const tie = statement(
+    db,
+    `SELECT address, points_q, points_w, points_f FROM leaderboard_entries
+     WHERE ${where} AND points_q = @q AND points_w = @w AND points_f = @f AND address > @address ORDER BY address LIMIT @limit`,
+  )
+    .raw(true)
+    .all(at) as [string, bigint, bigint, bigint][];
+  if (tie.length >= limit) return entryRows(tie);
+  const below = statement(
+    db,
+    `SELECT address, points_q, points_w, points_f FROM leaderboard_entries
+     WHERE ${where} AND (points_q, points_w, points_f) < (@q, @w, @f) ORDER BY ${ENTRY_ORDER} LIMIT @limit`,
+  )
+    .raw(true)
+    .all({ ...at, limit: limit - tie.length }) as [string, bigint, bigint, bigint][];
+  return entryRows([...tie, ...below]);
+}
+
+/**
+ * A window's board: its FINALIZED batches (batches_finalized) and their transfers, summed per
+ * recipient. The sums are split (whole points in millions, the rest, units) so that no SUM can
+ * overflow 64 bits before millions of transfers to one address, then carried into (hi, mid, f):
+ * amount = (hi·10^6 + mid) points + f units, ordered as the triple.
+ */
+const WINDOW_BOARD_SQL = `
+  window_batches AS (
+    SELECT seq FROM batches WHERE contract = @contract AND point_type = @pointType AND status = 'FINALIZED'
+      AND finalized_at_ms >= @fromMs AND finalized_at_ms < @toMs
+  ),
+  sums AS (
+    SELECT t.to_address AS address, SUM(t.amount_w / 1000000) AS hi, SUM(t.amount_w % 1000000) AS mid, SUM(t.amount_f) AS f
+    FROM window_batches b JOIN transfers t ON t.seq = b.seq
+    GROUP BY t.to_address HAVING max(t.amount_w) > 0 OR max(t.amount_f) > 0
+  ),
+  board AS MATERIALIZED (
+    SELECT address, hi + (mid + f / 1000000000000) / 1000000 AS hi, (mid + f / 1000000000000) % 1000000 AS mid,
+      f % 1000000000000 AS f
+    FROM sums
+  )`;
+
+const MIDS_PER_POINT_HI = 1_000_000n;
+
+function windowBounds(window: DayWindow): { fromMs: number; toMs: number } {
+  return { fromMs: window.fromMs ?? Number.MIN_SAFE_INTEGER, toMs: window.toMs ?? Number.MAX_SAFE_INTEGER };
+}
+
+function windowSplit(units: bigint): { hi: bigint; mid: bigint; f: bigint } {
+  const whole = units / UNITS_PER_POINT;
+  return { hi: whole / MIDS_PER_POINT_HI, mid: whole % MIDS_PER_POINT_HI, f: units % UNITS_PER_POINT };
+}
+
+function windowUnits(hi: bigint, mid: bigint, f: bigint): bigint {
+  return (BigInt(hi) * MIDS_PER_POINT_HI + BigInt(mid)) * UNITS_PER_POINT + BigInt(f);
+}
+
+function readWindowBoard(db: SqliteDb, query: BoardQuery, limit: number): { participants: number; rows: BoardRow[] } {
+  const after = query.after ?? null;
+  const at = after === null ? { hi: -1n, mid: 0n, f: 0n } : windowSplit(after.units);
+  const rows = statement(
+    db,
+    `WITH ${WINDOW_BOARD_SQL}
+     SELECT address, hi, mid, f, (SELECT count(*) FROM board) FROM board
+     WHERE @first OR (hi, mid, f) < (@hi, @mid, @f) OR ((hi, mid, f) = (@hi, @mid, @f) AND address > @address)
+     ORDER BY hi DESC, mid DESC, f DESC, address LIMIT @limit`,
+  )
+    .raw(true)
+    .all({
+      contract: query.contract,
+      pointType: query.pointType,
+      ...windowBounds(query.window),
+      first: after === null ? 1 : 0,
+      ...at,
+      address: after?.address ?? "",
+      limit,
+    }) as [string, bigint, bigint, bigint, bigint][];
+  const participants = rows.length > 0 ? toNumber(rows[0]![4]) : windowParticipants(db, query.contract, query.pointType, query.window);
+  return { participants, rows: rows.map(([address, hi, mid, f]) => ({ address: address as AddressKey, units: windowUnits(hi, mid, f) })) };
+}
+
+function windowParticipants(db: SqliteDb, contract: AddressKey, pointType: PointType, window: DayWindow): number {
+  return toNumber(
+    statement(db, `WITH ${WINDOW_BOARD_SQL} SELECT count(*) FROM board`)
+      .pluck()
+      .get({ contract, pointType, ...windowBounds(window) }),
+  );
+}
+
+/** A page of a board (all time or a window), read in one transaction: its rows and participants agree. */
+function readBoard(db: SqliteDb, query: BoardQuery): BoardPage {
+  return db.transaction(() => {
+    if (isAllTime(query.window)) {
+      const rows = readAllTimeRows(db, query, query.limit + 1);
+      return { participants: participantsOf(db, query.contract, query.pointType), ...pageOf(rows, query.limit) };
+    }
+    const { participants, rows } = readWindowBoard(db, query, query.limit + 1);
+    return { participants, ...pageOf(rows, query.limit) };
+  })();
+}
+
+function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: boolean } {
+  return { rows: rows.slice(0, limit), more: rows.length > limit };
+}
+
+/**
+ * An address's place on the whole board: the entries of the bands above its amount's, plus the
+ * entries inside its band with more (one range of the ranking index, bounded by bandUpperUnits).
+ */
+function readAllTimeStanding(db: SqliteDb, contract: AddressKey, pointType: PointType, address: AddressKey): BoardStanding {
+  const participants = participantsOf(db, contract, pointType);
+  const entry = statement(
+    db,
+    "SELECT points_q, points_w, points_f FROM leaderboard_entries WHERE contract = ? AND point_type = ? AND address = ?",
+  )
+    .raw(true)
+    .get(contract, pointType, address) as [bigint, bigint, bigint] | undefined;
+  const units = entry ? fromTriple(...entry) : 0n;
+  if (units === 0n) return { units, ahead: participants, participants };
+  const band = rankBandOf(units);
+  const aboveBands = toNumber(
+    statement(db, "SELECT coalesce(sum(entries), 0) FROM leaderboard_bands WHERE contract = ? AND point_type = ? AND band > ?")
+      .pluck()
+      .get(contract, pointType, band),
+  );
+  const [q, w, f] = toTriple(units);
+  const [uq, uw, uf] = toTriple(bandUpperUnits(band));
+  const insideBand = toNumber(
+    statement(
+      db,
+      `SELECT count(*) FROM leaderboard_entries WHERE contract = @contract AND point_type = @pointType
+         AND (points_q, points_w, points_f) > (@q, @w, @f) AND (points_q, points_w, points_f) < (@uq, @uw, @uf)`,
+    )
+      .pluck()
+      .get({ contract, pointType, q, w, f, uq, uw, uf }),
+  );
+  return { units, ahead: aboveBands + insideBand, participants };
+}
+
+function readWindowStanding(
+  db: SqliteDb,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  address: AddressKey,
+): BoardStanding {
+  const [participants, hi, mid, f, ahead] = statement(
+    db,
+    `WITH ${WINDOW_BOARD_SQL}
+     SELECT (SELECT count(*) FROM board), me.hi, me.mid, me.f,
+       (SELECT count(*) FROM board o WHERE (o.hi, o.mid, o.f) > (me.hi, me.mid, me.f))
+     FROM (SELECT 1) LEFT JOIN board me ON me.address = @address`,
+  )
+    .raw(true)
+    .get({ contract, pointType, ...windowBounds(window), address }) as [bigint, bigint | null, bigint | null, bigint | null, bigint | null];
+  if (hi === null) return { units: 0n, ahead: toNumber(participants), participants: toNumber(participants) };
+  return { units: windowUnits(hi, mid!, f!), ahead: toNumber(ahead), participants: toNumber(participants) };
+}
+
+function readStanding(db: SqliteDb, contract: AddressKey, pointType: PointType, window: DayWindow, address: AddressKey): BoardStanding {
+  return db.transaction(() =>
+    isAllTime(window)
+      ? readAllTimeStanding(db, contract, pointType, address)
+      : readWindowStanding(db, contract, pointType, window, address),
+  )();
+}
+
+function historyBackfillRemaining(db: SqliteDb): number {
+  return toNumber(statement(db, "SELECT count(*) FROM history_backfill").pluck().get());
+}
+
+/** The LeaderboardsStore reads, over the open connection (index.ts composes them; backfillHistory is a flow). */
+export const leaderboardReads = { readBoard, readStanding, historyBackfillRemaining };

@@ -1,0 +1,423 @@
+import { randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import type { AddressKey } from "../src/domain/address.js";
+import type { BatchStatus, PointType, Transfer } from "../src/domain/batch.js";
+import { ALL_TIME, DAY_MS, rankPage, type BoardPosition, type DayWindow } from "../src/domain/leaderboard.js";
+import { UNITS_PER_POINT } from "../src/domain/points.js";
+import type { LedgerStore } from "../src/store/store.js";
+import { LeaderboardModel, type ModelStanding } from "./helpers/leaderboard-model.js";
+
+/**
+ * The leaderboards over a real database (test/leaderboards-sqlite.test.ts,
+ * test/leaderboards-postgres.test.ts): random credits, submissions, cancellations and
+ * finalizations on a manual clock spanning several UTC days, every board (all time and windows)
+ * read page by page and every standing compared with an independent model
+ * (test/helpers/leaderboard-model.ts) after each step; paging while batches finalize; and the
+ * history backfill of batches finalized before the leaderboards existed.
+ */
+
+/** A batch as a database from before the leaderboards holds it (written straight into its tables). */
+export interface OldBatch {
+  contract: AddressKey;
+  batchId: string;
+  pointType: PointType;
+  status: BatchStatus;
+  transfers: Transfer[];
+  createdAtMs: number;
+  finalizeAtMs: number;
+  finalizedAtMs: number | null;
+}
+
+export interface LeaderboardsFixture {
+  /** Why the suite is skipped (freshStore answers null then). */
+  skipMessage?: string;
+  /** A migrated store on a database of its own (the suite finalizes everything due in it). */
+  freshStore(): Promise<LedgerStore | null>;
+  /**
+   * Two stores over one database at the schema before the leaderboards (SQLite 13, PostgreSQL 11)
+   * holding `batches`, not yet migrated.
+   */
+  oldStores(batches: readonly OldBatch[]): Promise<[LedgerStore, LedgerStore] | null>;
+  /**
+   * Whether one batch may name an address twice (stored without the HTTP layer's check): SQLite's
+   * settlement adds both; PostgreSQL's one statement cannot change an account twice.
+   */
+  duplicateRecipients: boolean;
+}
+
+const T0 = Date.UTC(2026, 2, 1);
+const HOUR_MS = 3_600_000;
+const POINT_TYPES: PointType[] = ["PHASE2_POINTS", "PHASE2_GOLD"];
+/** Few amounts, so equal points (shared ranks) are common; they span many digits (rank bands). */
+const AMOUNTS = [
+  1n,
+  7n,
+  UNITS_PER_POINT,
+  2n * UNITS_PER_POINT,
+  5n * UNITS_PER_POINT,
+  123_456_789_012_345n,
+  10n ** 15n,
+  999n * UNITS_PER_POINT,
+];
+/** A bound on paging loops, so a cursor that never ends fails the test instead of hanging it. */
+const MAX_PAGES = 1000;
+
+export function randomAddress(): AddressKey {
+  return `0x${randomBytes(20).toString("hex")}` as AddressKey;
+}
+
+/** A small seeded generator: a failing run can be replayed from the seed it prints. */
+function generator(seed: number): (below: number) => number {
+  let state = seed >>> 0;
+  return (below) => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * below);
+  };
+}
+
+function dayOf(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** The window of whole days [T0 + from days, T0 + to days); null: unbounded. */
+function days(from: number | null, to: number | null): DayWindow {
+  const fromMs = from === null ? null : T0 + from * DAY_MS;
+  const toMs = to === null ? null : T0 + to * DAY_MS;
+  return { fromDay: fromMs === null ? null : dayOf(fromMs), toDay: toMs === null ? null : dayOf(toMs), fromMs, toMs };
+}
+
+const WINDOWS: DayWindow[] = [ALL_TIME, days(0, 1), days(1, 3), days(2, null), days(null, 2), days(30, 31)];
+
+/** Every entry of a board, read `limit` at a time, ranked as the HTTP layer ranks pages (rankPage). */
+async function readWholeBoard(
+  store: LedgerStore,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  limit: number,
+): Promise<{ participants: number[]; entries: ModelStanding[] }> {
+  const participants: number[] = [];
+  const entries: ModelStanding[] = [];
+  let previous: BoardPosition | null = null;
+  for (let pages = 0; pages < MAX_PAGES; pages++) {
+    const page = await store.readBoard({ contract, pointType, window, limit, after: previous });
+    expect(page.rows.length).toBeLessThanOrEqual(limit);
+    participants.push(page.participants);
+    const ranked = rankPage(page.rows, previous);
+    entries.push(...ranked.entries.map(({ address, units, rank }) => ({ address, points: units, rank })));
+    if (!page.more) return { participants, entries };
+    expect(page.rows.length).toBe(limit);
+    previous = ranked.last;
+  }
+  throw new Error(`the board did not end within ${MAX_PAGES} pages`);
+}
+
+async function expectStanding(
+  store: LedgerStore,
+  model: LeaderboardModel,
+  board: { contract: AddressKey; pointType: PointType; window: DayWindow },
+  address: AddressKey,
+): Promise<void> {
+  const { contract, pointType, window } = board;
+  const standing = await store.readStanding(contract, pointType, window, address);
+  const expected = model.standing(contract, pointType, window, address);
+  const rank = standing.units > 0n ? standing.ahead + 1 : null;
+  expect({ address, window: [window.fromDay, window.toDay], rank, points: standing.units }).toEqual({
+    address,
+    window: [window.fromDay, window.toDay],
+    rank: expected.rank,
+    points: expected.points,
+  });
+  expect(standing.participants).toBe(model.board(contract, pointType, window).length);
+}
+
+async function expectBoard(
+  store: LedgerStore,
+  model: LeaderboardModel,
+  board: { contract: AddressKey; pointType: PointType; window: DayWindow },
+  limit: number,
+): Promise<void> {
+  const { contract, pointType, window } = board;
+  const expected = model.board(contract, pointType, window);
+  const read = await readWholeBoard(store, contract, pointType, window, limit);
+  expect({ window: [window.fromDay, window.toDay], entries: read.entries }).toEqual({
+    window: [window.fromDay, window.toDay],
+    entries: expected,
+  });
+  expect(new Set(read.participants)).toEqual(new Set([expected.length]));
+}
+
+interface PendingBatch {
+  contract: AddressKey;
+  pointType: PointType;
+  transfers: Transfer[];
+}
+
+/** The ledger side of the random runs: the store, the model, and the batches still pending. */
+class Run {
+  readonly model = new LeaderboardModel();
+  readonly pending = new Map<string, PendingBatch>();
+  private batches = 0;
+
+  constructor(
+    readonly store: LedgerStore,
+    readonly random: (below: number) => number,
+  ) {}
+
+  async fund(contracts: readonly AddressKey[]): Promise<void> {
+    for (const contract of contracts) {
+      for (const pointType of POINT_TYPES) {
+        const credit = {
+          address: contract,
+          creditId: `fund-${pointType}`,
+          pointType,
+          amount: 10n ** 9n * UNITS_PER_POINT,
+          createdAtMs: T0,
+        };
+        await this.store.credit(credit);
+      }
+    }
+  }
+
+  async submit(contract: AddressKey, pointType: PointType, transfers: Transfer[], nowMs: number, secondsToFinalize: number): Promise<void> {
+    const batchId = `b${this.batches++}`;
+    const total = transfers.reduce((sum, transfer) => sum + transfer.amount, 0n);
+    const result = await this.store.submitBatch({ contract, batchId, pointType, transfers, total, secondsToFinalize, createdAtMs: nowMs });
+    expect(result.kind).toBe("accepted");
+    this.pending.set(`${contract} ${batchId}`, { contract, pointType, transfers });
+  }
+
+  async finalize(nowMs: number, limit: number): Promise<number> {
+    const finalized = await this.store.finalizeDue(nowMs, limit);
+    for (const batch of finalized) {
+      const key = `${batch.contract} ${batch.batchId}`;
+      const pending = this.pending.get(key);
+      expect(pending, `finalized ${key}, which the run did not leave pending`).toBeDefined();
+      this.model.finalized(batch.contract, pending!.pointType, pending!.transfers, batch.finalizedAtMs);
+      this.pending.delete(key);
+    }
+    return finalized.length;
+  }
+
+  async cancelOne(nowMs: number): Promise<void> {
+    const keys = [...this.pending.keys()];
+    if (keys.length === 0) return;
+    const key = keys[this.random(keys.length)]!;
+    const [contract, batchId] = key.split(" ") as [AddressKey, string];
+    const result = await this.store.cancelBatch(contract, batchId, nowMs);
+    if (result.kind === "cancelled") this.pending.delete(key);
+    else expect(result.kind).toBe("not_cancellable");
+  }
+
+  randomTransfers(recipients: readonly AddressKey[], duplicates: boolean): Transfer[] {
+    const count = 1 + this.random(4);
+    const chosen = [...recipients].sort(() => this.random(3) - 1).slice(0, count);
+    if (duplicates && this.random(4) === 0) chosen.push(chosen[0]!);
+    return chosen.map((toAddress) => ({ toAddress, amount: AMOUNTS[this.random(AMOUNTS.length)]! }));
+  }
+}
+
+export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): void {
+  describe.skipIf(fixture.skipMessage !== undefined)(`${name}${fixture.skipMessage ? ` (${fixture.skipMessage})` : ""}`, () => {
+    it("ranks every board and window as the model does after each random credit, submission, cancellation and finalization", async () => {
+      const store = (await fixture.freshStore())!;
+      const seed = Date.now() % 1_000_000;
+      const run = new Run(store, generator(seed));
+      const random = run.random;
+      const contracts = [randomAddress(), randomAddress()];
+      const recipients = [...Array.from({ length: 9 }, randomAddress), contracts[1]!];
+      const neverPaid = randomAddress();
+      await run.fund(contracts);
+      let nowMs = T0 + HOUR_MS;
+      for (let step = 0; step < 45; step++) {
+        const action = random(10);
+        const contract = contracts[random(contracts.length)]!;
+        const pointType = POINT_TYPES[random(POINT_TYPES.length)]!;
+        if (action < 5) {
+          const transfers = run.randomTransfers(
+            recipients.filter((r) => r !== contract),
+            fixture.duplicateRecipients,
+          );
+          await run.submit(contract, pointType, transfers, nowMs, 1 + random(10 * 3600));
+        } else if (action < 6) {
+          await run.cancelOne(nowMs);
+        } else if (action < 9) {
+          await run.finalize(nowMs, 1 + random(4));
+        } else {
+          const credit = { address: contract, creditId: `top-up-${step}`, pointType, amount: UNITS_PER_POINT, createdAtMs: nowMs };
+          await store.credit(credit);
+        }
+        nowMs += random(6 * HOUR_MS);
+        for (const board of contracts.flatMap((c) =>
+          POINT_TYPES.flatMap((p) => WINDOWS.map((w) => ({ contract: c, pointType: p, window: w }))),
+        )) {
+          await expectBoard(store, run.model, board, 1 + random(4));
+          for (const address of [recipients[random(recipients.length)]!, neverPaid]) await expectStanding(store, run.model, board, address);
+        }
+      }
+      // Everything left finalizes: the last boards, every address's standing in every window.
+      nowMs += 2 * DAY_MS;
+      while ((await run.finalize(nowMs, 100)) > 0);
+      expect(run.pending.size, `seed ${seed}`).toBe(0);
+      expect(nowMs - T0).toBeGreaterThan(3 * DAY_MS);
+      for (const board of contracts.flatMap((c) =>
+        POINT_TYPES.flatMap((p) => WINDOWS.map((w) => ({ contract: c, pointType: p, window: w }))),
+      )) {
+        await expectBoard(store, run.model, board, 3);
+        for (const address of [...recipients, neverPaid]) await expectStanding(store, run.model, board, address);
+      }
+      expect(run.model.board(contracts[0]!, "PHASE2_POINTS", ALL_TIME).length).toBeGreaterThan(0);
+    });
+
+    it("shares a rank between equal points (1, 2, 2, 4), orders a tie by address and pages through it", async () => {
+      const store = (await fixture.freshStore())!;
+      const run = new Run(store, generator(1));
+      const contract = randomAddress();
+      await run.fund([contract]);
+      const [a, b, c, d, e] = Array.from({ length: 5 }, randomAddress).sort();
+      const points = (n: bigint) => n * UNITS_PER_POINT;
+      await run.submit(
+        contract,
+        "PHASE2_POINTS",
+        [
+          { toAddress: e!, amount: points(9n) },
+          { toAddress: c!, amount: points(5n) },
+          { toAddress: a!, amount: points(5n) },
+          { toAddress: d!, amount: points(5n) },
+          { toAddress: b!, amount: points(1n) },
+        ],
+        T0,
+        1,
+      );
+      await run.finalize(T0 + 1000, 10);
+      for (const limit of [1, 2, 3, 10]) {
+        const read = await readWholeBoard(store, contract, "PHASE2_POINTS", ALL_TIME, limit);
+        expect(read.entries.map((entry) => [entry.rank, entry.address])).toEqual([
+          [1, e],
+          [2, a],
+          [2, c],
+          [2, d],
+          [5, b],
+        ]);
+      }
+      const window = days(0, 1);
+      for (const [address, rank] of [
+        [e, 1],
+        [a, 2],
+        [c, 2],
+        [d, 2],
+        [b, 5],
+      ] as const) {
+        for (const w of [ALL_TIME, window]) {
+          const standing = await store.readStanding(contract, "PHASE2_POINTS", w, address!);
+          expect([standing.ahead + 1, standing.participants]).toEqual([rank, 5]);
+        }
+      }
+      const other = await store.readStanding(contract, "PHASE2_GOLD", ALL_TIME, a!);
+      expect(other).toEqual({ units: 0n, ahead: 0, participants: 0 });
+      expect(await store.readBoard({ contract, pointType: "PHASE2_GOLD", window: ALL_TIME, limit: 5, after: null })).toEqual({
+        participants: 0,
+        rows: [],
+        more: false,
+      });
+    });
+
+    it("pages with a cursor while batches finalize: every entry at most once, an unchanged one exactly once", async () => {
+      const store = (await fixture.freshStore())!;
+      const run = new Run(store, generator(Date.now() % 1000));
+      const contract = randomAddress();
+      await run.fund([contract]);
+      const recipients = Array.from({ length: 30 }, randomAddress);
+      let nowMs = T0 + HOUR_MS;
+      for (let i = 0; i < recipients.length; i += 5) {
+        const transfers = recipients.slice(i, i + 5).map((toAddress) => ({ toAddress, amount: AMOUNTS[run.random(AMOUNTS.length)]! }));
+        await run.submit(contract, "PHASE2_POINTS", transfers, nowMs, 1);
+      }
+      nowMs += 2000;
+      while ((await run.finalize(nowMs, 100)) > 0);
+      for (const window of [ALL_TIME, days(0, null)]) {
+        const changed = new Set<AddressKey>();
+        const seen = new Set<AddressKey>();
+        let previous: BoardPosition | null = null;
+        for (let pages = 0; pages < MAX_PAGES; pages++) {
+          const page = await store.readBoard({ contract, pointType: "PHASE2_POINTS", window, limit: 4, after: previous });
+          for (const row of page.rows) {
+            expect(seen.has(row.address), `${row.address} seen twice`).toBe(false);
+            seen.add(row.address);
+          }
+          if (!page.more) break;
+          previous = rankPage(page.rows, previous).last;
+          // Between two pages a batch raises addresses both before and after the cursor.
+          const transfers = run.randomTransfers(recipients, false);
+          for (const transfer of transfers) changed.add(transfer.toAddress);
+          await run.submit(contract, "PHASE2_POINTS", transfers, nowMs, 1);
+          nowMs += 2000;
+          expect(await run.finalize(nowMs, 10)).toBe(1);
+        }
+        for (const address of recipients) {
+          if (!changed.has(address)) expect(seen.has(address), `${address} was never changed, so it must be read`).toBe(true);
+        }
+        await expectBoard(store, run.model, { contract, pointType: "PHASE2_POINTS", window }, 7);
+      }
+    });
+
+    it("backfills batches finalized before the leaderboards existed, each once, beside live finalizations", async () => {
+      const random = generator(Date.now() % 1000);
+      const contracts = [randomAddress(), randomAddress()];
+      const recipients = Array.from({ length: 8 }, randomAddress);
+      const old: OldBatch[] = [];
+      for (let i = 0; i < 23; i++) {
+        const status: BatchStatus = i % 7 === 3 ? "CANCELLED" : i % 11 === 5 ? "PENDING" : "FINALIZED";
+        const createdAtMs = T0 + i * 5 * HOUR_MS;
+        const transfers = recipients
+          .filter(() => random(2) === 0)
+          .slice(0, 4)
+          .map((toAddress) => ({ toAddress, amount: AMOUNTS[random(AMOUNTS.length)]! }));
+        if (transfers.length === 0) transfers.push({ toAddress: recipients[0]!, amount: UNITS_PER_POINT });
+        const contract = contracts[i % 2]!;
+        const pointType = POINT_TYPES[i % 3 === 0 ? 1 : 0]!;
+        // Two batches of one contract finalized in the same millisecond (received_history adds them up).
+        const finalizedAtMs = status === "FINALIZED" ? (i === 4 ? T0 + 2 * 5 * HOUR_MS + HOUR_MS : createdAtMs + HOUR_MS) : null;
+        // A batch left PENDING is not due before the test ends (it is no one's to finalize here).
+        const finalizeAtMs = status === "PENDING" ? T0 + 365 * DAY_MS : createdAtMs + HOUR_MS;
+        old.push({ contract, batchId: `old-${i}`, pointType, status, transfers, createdAtMs, finalizeAtMs, finalizedAtMs });
+      }
+      const stores = await fixture.oldStores(old);
+      if (!stores) return;
+      const [store, other] = stores;
+      await store.migrate();
+      const finalizedOld = old.filter((batch) => batch.status === "FINALIZED");
+      expect(await store.historyBackfillRemaining()).toBe(finalizedOld.length);
+
+      const run = new Run(store, random);
+      for (const batch of finalizedOld) run.model.finalized(batch.contract, batch.pointType, batch.transfers, batch.finalizedAtMs!);
+      await run.fund(contracts);
+      // A first step, then a batch finalized live on the same boards, then steps from two stores at once.
+      expect(await store.backfillHistory(5)).toBe(5);
+      expect(await store.historyBackfillRemaining()).toBe(finalizedOld.length - 5);
+      const liveAtMs = T0 + 3 * DAY_MS;
+      await run.submit(contracts[0]!, "PHASE2_POINTS", run.randomTransfers(recipients, false), liveAtMs, 1);
+      expect(await run.finalize(liveAtMs + 1000, 10)).toBe(1);
+      let added = 5;
+      for (let steps = 0; steps < 100; steps++) {
+        const [mine, theirs] = await Promise.all([store.backfillHistory(3), other.backfillHistory(3)]);
+        added += mine + theirs;
+        if (mine === 0 && theirs === 0) break;
+      }
+      expect(added).toBe(finalizedOld.length);
+      expect(await store.historyBackfillRemaining()).toBe(0);
+      expect(await store.backfillHistory(5)).toBe(0);
+      for (const contract of contracts) {
+        for (const pointType of POINT_TYPES) {
+          for (const window of WINDOWS) {
+            await expectBoard(store, run.model, { contract, pointType, window }, 3);
+            for (const address of recipients) await expectStanding(store, run.model, { contract, pointType, window }, address);
+          }
+        }
+      }
+    });
+  });
+}
