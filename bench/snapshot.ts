@@ -79,7 +79,7 @@ async function measure(store: LedgerStore, url: string, count: number, db: strin
   const fillSeconds = Math.round((performance.now() - fillStarted) / 100) / 10;
   const rssBeforeMb = mb(process.memoryUsage.rss());
   const take = await timed(() =>
-    takeSnapshot(store, { id: "bench", pointType: POINT_TYPE, measure: "available", decimals: 18 }, Date.now, ADMIN_ACTOR),
+    takeSnapshot(store, { id: "bench", pointType: POINT_TYPE, measure: "available", decimals: 18, asOfMs: null }, Date.now, ADMIN_ACTOR),
   );
   if (take.value.kind !== "created") throw new Error(`snapshot not created: ${take.value.kind}`);
   const snapshot = take.value.snapshot;

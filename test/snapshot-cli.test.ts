@@ -16,6 +16,7 @@ import { randomAddress } from "./helpers/postgres.js";
 const run = promisify(execFile);
 let dir: string;
 let env: NodeJS.ProcessEnv;
+const early = randomAddress();
 const holders = [
   { address: randomAddress(), points: "12.5" },
   { address: randomAddress(), points: "0.000000000001" },
@@ -47,6 +48,9 @@ beforeAll(async () => {
       createdAtMs: Date.now(),
     });
   }
+  // PHASE2_GOLD: one holder credited two hours ago, one just now (for --as-of).
+  await store.credit({ address: early, creditId: "early", pointType: "PHASE2_GOLD", amount: 5n, createdAtMs: Date.now() - 7_200_000 });
+  await store.credit({ address: randomAddress(), creditId: "late", pointType: "PHASE2_GOLD", amount: 6n, createdAtMs: Date.now() });
   await store.close();
 });
 
@@ -81,6 +85,17 @@ describe("points-ledger snapshot", () => {
     const out = join(dir, "tree.json");
     expect((await cli("snapshot", "export", "season-1", "--out", out)).code).toBe(0);
     expect(readFileSync(out, "utf8")).toBe(JSON.stringify(reference.dump()));
+  });
+
+  it("takes a snapshot as of a past time with --as-of, and refuses one less than 60 s ago (exit 2)", async () => {
+    const asOf = new Date(Date.now() - 3_600_000).toISOString();
+    const taken = await cli("snapshot", "take", "as-of", "--point-type", "PHASE2_GOLD", "--decimals", "12", "--as-of", asOf);
+    expect(taken.code, taken.stderr).toBe(0);
+    const root = StandardMerkleTree.of([[getAddress(early), "5"]], ["address", "uint256"]).root;
+    expect(JSON.parse(taken.stdout)).toMatchObject({ id: "as-of", asOf, leafCount: 1, total: "0.000000000005", root });
+    const recent = await cli("snapshot", "take", "too-recent", "--point-type", "PHASE2_GOLD", "--as-of", new Date().toISOString());
+    expect(recent.code).toBe(2);
+    expect(recent.stderr).toContain("--as-of");
   });
 
   it("refuses a reused id with other parameters and usage errors with exit 2", async () => {

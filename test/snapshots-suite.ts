@@ -251,6 +251,51 @@ export function describeSnapshots(name: string, open: () => Promise<SnapshotFixt
       expect(taken.json).toMatchObject({ snapshot: { leafCount: 1, total: "5", root, measure: "receivedCumulative" } });
     });
 
+    it("takes a snapshot as of a past time, echoes its asOf, and refuses an asOf less than 60 s ago, in the future or without a zone", async () => {
+      const early = randomKey();
+      const hourAgoMs = Date.now() - 3_600_000;
+      await fixture.store.credit({
+        address: early,
+        creditId: "early",
+        pointType: "PHASE2_POINTS",
+        amount: 7n,
+        createdAtMs: hourAgoMs - 60_000,
+      });
+      await fixture.store.credit({
+        address: randomKey(),
+        creditId: "late",
+        pointType: "PHASE2_POINTS",
+        amount: 9n,
+        createdAtMs: hourAgoMs + 60_000,
+      });
+      // The same moment written with an offset: answered in UTC.
+      const offset = new Date(hourAgoMs + 2 * 3_600_000).toISOString().replace("Z", "+02:00");
+      const body = { pointType: "PHASE2_POINTS", decimals: 12, asOf: offset };
+      const taken = await api.send({ method: "PUT", url: "/v1/admin/snapshots/as-of", token: admin(), body });
+      expect(taken.status, taken.text).toBe(200);
+      const root = StandardMerkleTree.of([[getAddress(early), "7"]], ENCODING).root;
+      const asOf = new Date(hourAgoMs).toISOString();
+      expect(taken.json).toMatchObject({ snapshot: { asOf, leafCount: 1, total: "0.000000000007", root } });
+      expect((await api.send({ method: "GET", url: "/v1/snapshots/as-of", token: admin() })).json).toEqual(taken.json);
+      const again = await api.send({ method: "PUT", url: "/v1/admin/snapshots/as-of", token: admin(), body: { ...body, asOf: undefined } });
+      expect(expectError(again, 409, "SNAPSHOT_ID_EXISTS").details).toMatchObject({ matchesRequest: false });
+      const live = await api.send({ method: "PUT", url: "/v1/admin/snapshots/live", token: admin(), body: { pointType: "S1" } });
+      expect(live.json).toMatchObject({ snapshot: { asOf: null } });
+      for (const refused of [
+        new Date(Date.now() - 30_000).toISOString(),
+        new Date(Date.now() + 3_600_000).toISOString(),
+        "2026-01-01T00:00:00",
+      ]) {
+        const response = await api.send({
+          method: "PUT",
+          url: "/v1/admin/snapshots/refused",
+          token: admin(),
+          body: { ...body, asOf: refused },
+        });
+        expect(expectError(response, 400, "VALIDATION_FAILED").details).toEqual([expect.objectContaining({ path: "asOf" })]);
+      }
+    });
+
     it("serves snapshot reads and address balances only with the admin token unless PUBLIC_READS=true", async () => {
       await api.send({ method: "PUT", url: "/v1/admin/snapshots/public", token: admin(), body: { pointType: "S2" } });
       const holder = holdingsBySize.get(2)![0]!;
@@ -565,7 +610,7 @@ export function describeSnapshotBuildCleanup(
     async function realBuild(id: string, atMs: number): Promise<NewSnapshot> {
       const read = await fixture.store.readSnapshotHoldings("S3", "available");
       return buildSnapshot(
-        { id, pointType: "S3", measure: "available", decimals: 18 },
+        { id, pointType: "S3", measure: "available", decimals: 18, asOfMs: null },
         atMs,
         read.addresses,
         read.units,
@@ -711,6 +756,7 @@ function syntheticBuild(id: string, leafChunks: number, nodeChunks: number, atMs
     pointType: "S1",
     measure: "available",
     decimals: 18,
+    asOfMs: null,
     takenAtMs: atMs,
     root: `0x${"00".repeat(32)}`,
     leafCount: leafChunks,

@@ -8,10 +8,12 @@ import {
   SNAPSHOT_DECIMALS_MAX,
   SNAPSHOT_DECIMALS_MIN,
   SNAPSHOT_MEASURES,
+  asOfProblem,
   snapshotJson,
   type SnapshotMeasure,
 } from "../domain/snapshot.js";
 import { ADMIN_ACTOR } from "../domain/actors.js";
+import { zonedTimeMs } from "../domain/times.js";
 import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage, oneOfMessage } from "../domain/messages.js";
 import { requireAddress } from "../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../snapshots/snapshots.js";
@@ -25,8 +27,9 @@ import { UsageError } from "./commands.js";
  * work on the database directly (DATABASE_URL), like `credit`, with the same code the admin API
  * runs, so a payout can be prepared without a running server or an admin token.
  */
-export const SNAPSHOT_USAGE = `  snapshot take <snapshotId> --point-type <T> [--measure available|receivedCumulative] [--decimals 12-36]
-                                          freeze every balance of T into a Merkle snapshot; prints it (root, leafCount, total)
+export const SNAPSHOT_USAGE = `  snapshot take <snapshotId> --point-type <T> [--measure available|receivedCumulative] [--decimals 12-36] [--as-of <ISO time>]
+                                          freeze every balance of T (as it stood at --as-of, at least 60 s ago) into a
+                                          Merkle snapshot; prints it (root, leafCount, total)
   snapshot show <snapshotId>              the stored snapshot
   snapshot proof <snapshotId> <address>   the address's amount and Merkle proof
   snapshot export <snapshotId> [--out <file>]
@@ -49,7 +52,13 @@ function parse(argv: string[]) {
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { "point-type": { type: "string" }, measure: { type: "string" }, decimals: { type: "string" }, out: { type: "string" } },
+      options: {
+        "point-type": { type: "string" },
+        measure: { type: "string" },
+        decimals: { type: "string" },
+        "as-of": { type: "string" },
+        out: { type: "string" },
+      },
     });
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
@@ -64,7 +73,7 @@ function snapshotIdOf(value: string | undefined): string {
 function takeOptions(
   values: ReturnType<typeof parse>["values"],
   config: Config,
-): { pointType: string; measure: SnapshotMeasure; decimals: number } {
+): { pointType: string; measure: SnapshotMeasure; decimals: number; asOfMs: number | null } {
   const pointType = values["point-type"];
   if (pointType === undefined || !config.pointTypes.includes(pointType))
     throw new UsageError(`--point-type ${oneOfMessage(config.pointTypes)} (POINT_TYPES)`);
@@ -74,7 +83,17 @@ function takeOptions(
   if (!Number.isInteger(decimals) || decimals < SNAPSHOT_DECIMALS_MIN || decimals > SNAPSHOT_DECIMALS_MAX) {
     throw new UsageError(`--decimals must be a whole number from ${SNAPSHOT_DECIMALS_MIN} to ${SNAPSHOT_DECIMALS_MAX}`);
   }
-  return { pointType, measure, decimals: decimals };
+  return { pointType, measure, decimals: decimals, asOfMs: asOfOption(values["as-of"]) };
+}
+
+/** --as-of: the same rule as the API's `asOf` (a time with its zone, at least 60 s in the past). */
+function asOfOption(value: string | undefined): number | null {
+  if (value === undefined) return null;
+  const asOfMs = zonedTimeMs(value);
+  if (asOfMs === null) throw new UsageError(`--as-of must be an ISO 8601 time with a zone, e.g. 2026-11-22T00:00:00Z`);
+  const problem = asOfProblem(asOfMs, Date.now());
+  if (problem !== null) throw new UsageError(`--as-of ${problem}`);
+  return asOfMs;
 }
 
 export async function snapshotCommand(argv: string[], config: () => Config): Promise<number> {

@@ -98,7 +98,7 @@ export class PointsAdminClient extends PublicClient {
   /**
    * Freezes every address's balance of `pointType` into a Merkle tree (PUT /v1/admin/snapshots/{id}).
    * Retried when an answer is lost: a snapshotId the service already holds with the same
-   * pointType, measure and decimals counts as success (`created: false`, the stored snapshot);
+   * pointType, measure, decimals and asOf counts as success (`created: false`, the stored snapshot);
    * with other values it is a SNAPSHOT_ID_EXISTS error. A point type nobody holds is
    * VALIDATION_FAILED (a tree needs a leaf).
    */
@@ -107,7 +107,12 @@ export class PointsAdminClient extends PublicClient {
       const body = await this.transport.request<{ snapshot: Snapshot }>({
         method: "PUT",
         path: `/v1/admin/snapshots/${encodeURIComponent(snapshotId)}`,
-        body: { pointType: request.pointType, measure: request.measure, decimals: request.decimals },
+        body: {
+          pointType: request.pointType,
+          measure: request.measure,
+          decimals: request.decimals,
+          asOf: request.asOf instanceof Date ? request.asOf.toISOString() : request.asOf,
+        },
         token: this.adminToken,
         idempotent: true,
       });

@@ -18,6 +18,11 @@ export interface SnapshotRequest {
   measure?: SnapshotMeasure;
   /** The token's precision, 12–36; absent: 18. Each leaf's amount is points × 10^decimals. */
   decimals?: number;
+  /**
+   * The balances as they stood at this time (at least 60 s in the past; an ISO string with its
+   * zone, or a Date); absent: as they stand now. A season that ended on Sunday, snapshotted on Monday.
+   */
+  asOf?: string | Date;
 }
 
 /** The Snapshot object of docs/api.md. */
@@ -26,6 +31,8 @@ export interface Snapshot {
   pointType: PointType;
   measure: SnapshotMeasure;
   decimals: number;
+  /** The time whose balances it measures; null when it measured them as they stood at `takenAt`. */
+  asOf: string | null;
   takenAt: string;
   /** The Merkle root to publish in the distributor. */
   root: Hash;
@@ -38,8 +45,8 @@ export interface Snapshot {
 export interface TakenSnapshot {
   snapshot: Snapshot;
   /**
-   * false when the service already had this snapshotId for the same pointType, measure and
-   * decimals: an earlier attempt (whose answer was lost, or an earlier run) took it, and
+   * false when the service already had this snapshotId for the same pointType, measure,
+   * decimals and asOf: an earlier attempt (whose answer was lost, or an earlier run) took it, and
    * `snapshot` is that one, with its own `takenAt`.
    */
   created: boolean;

@@ -22,11 +22,20 @@ export const LEAVES_PER_CHUNK = 1024;
 /** Tree nodes stored per row (32 KB): a proof of a 1,000,000-leaf tree reads about a dozen. */
 export const NODES_PER_CHUNK = 1024;
 
+/**
+ * How far in the past `asOf` must be: every write stamped at or before it has committed by then
+ * (a request in flight carries the time it started), so a snapshot as of a time is the same
+ * whenever it is taken.
+ */
+export const SNAPSHOT_AS_OF_MIN_AGE_MS = 60_000;
+
 export interface SnapshotRequest {
   id: string;
   pointType: PointType;
   measure: SnapshotMeasure;
   decimals: number;
+  /** The time whose balances it measures (API.md History, `asOf`); null: as they stand when it is taken. */
+  asOfMs: number | null;
 }
 
 export interface Snapshot extends SnapshotRequest {
@@ -100,7 +109,18 @@ export function unitsOf(amount: bigint, decimals: number): bigint {
 }
 
 export function snapshotMatchesRequest(stored: Snapshot, request: SnapshotRequest): boolean {
-  return stored.pointType === request.pointType && stored.measure === request.measure && stored.decimals === request.decimals;
+  return (
+    stored.pointType === request.pointType &&
+    stored.measure === request.measure &&
+    stored.decimals === request.decimals &&
+    stored.asOfMs === request.asOfMs
+  );
+}
+
+/** Why `asOfMs` cannot be a snapshot's `asOf` at nowMs (too recent, or in the future), or null when it can. */
+export function asOfProblem(asOfMs: number, nowMs: number): string | null {
+  if (asOfMs > nowMs - SNAPSHOT_AS_OF_MIN_AGE_MS) return `must be at least ${SNAPSHOT_AS_OF_MIN_AGE_MS / 1000} s in the past`;
+  return null;
 }
 
 /** The Snapshot object of docs/api.md. */
@@ -110,6 +130,7 @@ export function snapshotJson(snapshot: Snapshot) {
     pointType: snapshot.pointType,
     measure: snapshot.measure,
     decimals: snapshot.decimals,
+    asOf: snapshot.asOfMs === null ? null : isoTime(snapshot.asOfMs),
     takenAt: isoTime(snapshot.takenAtMs),
     root: snapshot.root,
     leafCount: snapshot.leafCount,

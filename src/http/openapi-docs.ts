@@ -272,6 +272,7 @@ const exampleSnapshot = {
   pointType: "PHASE2_POINTS",
   measure: "available",
   decimals: 18,
+  asOf: null,
   takenAt: CREATED_AT,
   root: "0x91dc5800ba1486ff40928cf678133b3ca90fa52ed9e942d1eb9869d7487a9ee6",
   leafCount: 2,

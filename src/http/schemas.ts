@@ -20,6 +20,7 @@ import * as docs from "./openapi-docs.js";
 import { STREAM_EVENT_TYPES } from "../domain/events.js";
 import { DELIVERY_ID_PATTERN, DELIVERY_STATUSES, ENDPOINT_ID_PATTERN } from "../domain/webhooks.js";
 import { SNAPSHOT_DECIMALS_MAX, SNAPSHOT_DECIMALS_MIN, SNAPSHOT_MEASURES } from "../domain/snapshot.js";
+import { ZONED_TIME_PATTERN } from "../domain/times.js";
 
 /**
  * One set of TypeBox schemas drives request validation, TypeScript types and the OpenAPI
@@ -471,6 +472,13 @@ export function snapshotBodySchema(config: Pick<Config, "pointTypes">) {
       pointType: pointTypeSchema(config),
       measure: Type.Optional(Type.Union(SNAPSHOT_MEASURES.map((measure) => Type.Literal(measure)))),
       decimals: Type.Optional(Type.Integer({ minimum: SNAPSHOT_DECIMALS_MIN, maximum: SNAPSHOT_DECIMALS_MAX })),
+      asOf: Type.Optional(
+        Type.String({
+          ...input("time"),
+          pattern: ZONED_TIME_PATTERN,
+          description: "ISO 8601 time with a zone (Z or ±hh:mm), at least 60 s in the past: the balances as they stood then",
+        }),
+      ),
     },
     { ...closed, ...docs.snapshotBodyDocs(config) },
   );
@@ -491,6 +499,7 @@ const SnapshotJson = Type.Object({
   pointType: Type.String(),
   measure: Type.String(),
   decimals: Type.Integer(),
+  asOf: NullableTime,
   takenAt: Time,
   root: Type.String(),
   leafCount: Type.Integer(),

@@ -21,6 +21,7 @@ import {
   type SnapshotLeaf,
   type SnapshotRequest,
 } from "../domain/snapshot.js";
+import type { LeaderboardsStore } from "../store/ports/leaderboards.js";
 import { SnapshotBuildAbandonedError, type NewSnapshot, type SnapshotCreateResult, type SnapshotsStore } from "../store/ports/snapshots.js";
 
 /**
@@ -45,9 +46,14 @@ export type TakeResult =
 
 let building = 0;
 
-/** `actor`: who takes it (the admin, from the API or the CLI), the actor of its snapshot.created event. */
+/**
+ * `actor`: who takes it (the admin, from the API or the CLI), the actor of its snapshot.created
+ * event. With `asOfMs`, the balances as they stood then (the caller checked it is far enough in
+ * the past: domain/snapshot.ts asOfProblem); refused (503) while the history job is still adding
+ * the batches finalized before history was kept, whose receipts it would miss.
+ */
 export async function takeSnapshot(
-  store: SnapshotsStore,
+  store: SnapshotsStore & Pick<LeaderboardsStore, "historyBackfillRemaining">,
   request: SnapshotRequest,
   nowMs: () => number,
   actor: Actor,
@@ -57,10 +63,16 @@ export async function takeSnapshot(
   if (existing) return { kind: "exists", snapshot: existing, matchesRequest: snapshotMatchesRequest(existing, request) };
   if (building >= MAX_SNAPSHOTS_BUILDING)
     throw unavailable("another snapshot is being taken; retry when it is done", SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS);
+  if (request.asOfMs !== null && (await store.historyBackfillRemaining()) > 0) {
+    throw unavailable(
+      "history is still being filled in for batches finalized before this version; retry shortly",
+      SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS,
+    );
+  }
   building += 1;
   try {
     const takenAtMs = nowMs();
-    const holdings = await store.readSnapshotHoldings(request.pointType, request.measure);
+    const holdings = await store.readSnapshotHoldings(request.pointType, request.measure, request.asOfMs);
     if (holdings.addresses.length === 0) return { kind: "empty" };
     const created = await buildSnapshot(request, takenAtMs, holdings.addresses, holdings.units, nowMs, actor);
     const result = await storeSnapshot(store, created, nowMs);

@@ -3,7 +3,7 @@ import type { ApiKeysStore } from "./ports/api-keys.js";
 import type { AuthStore } from "./ports/auth.js";
 import type { BatchesStore } from "./ports/batches.js";
 import type { EventsStore } from "./ports/events.js";
-import type { LeaderboardsStore } from "./ports/leaderboards.js";
+import type { HistoryStore, LeaderboardsStore } from "./ports/leaderboards.js";
 import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
@@ -49,7 +49,8 @@ export interface LedgerStore
     WebhooksStore,
     TransfersStore,
     SnapshotsStore,
-    LeaderboardsStore {
+    LeaderboardsStore,
+    HistoryStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;

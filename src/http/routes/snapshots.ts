@@ -4,7 +4,8 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
 import { RATE_LIMIT_WINDOW_MS } from "../../domain/limits.js";
 import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage } from "../../domain/messages.js";
-import { SNAPSHOT_DECIMALS_DEFAULT, snapshotJson } from "../../domain/snapshot.js";
+import { asOfProblem, SNAPSHOT_DECIMALS_DEFAULT, snapshotJson } from "../../domain/snapshot.js";
+import { zonedTimeMs } from "../../domain/times.js";
 import { requireAddress } from "../../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../../snapshots/snapshots.js";
 import { bearerTokenOf, secretsEqual } from "../../auth/tokens.js";
@@ -38,10 +39,11 @@ export function snapshotAdminRoutes(fastify: FastifyInstance, ctx: AppContext): 
     },
     async (request) => {
       const { snapshotId } = request.params;
-      const { pointType, measure = "available", decimals = SNAPSHOT_DECIMALS_DEFAULT } = request.body;
+      const { pointType, measure = "available", decimals = SNAPSHOT_DECIMALS_DEFAULT, asOf } = request.body;
+      const asOfMs = asOf === undefined ? null : snapshotAsOfMs(asOf, ctx.clock.now());
       const result = await takeSnapshot(
         ctx.store,
-        { id: snapshotId, pointType, measure, decimals },
+        { id: snapshotId, pointType, measure, decimals, asOfMs },
         () => ctx.clock.now(),
         actorOf(request),
       );
@@ -57,6 +59,15 @@ export function snapshotAdminRoutes(fastify: FastifyInstance, ctx: AppContext): 
       return { success: true as const, snapshot: snapshotJson(result.snapshot) };
     },
   );
+}
+
+/** `asOf` in epoch ms: a real moment (the schema checked the form) at least SNAPSHOT_AS_OF_MIN_AGE_MS ago. */
+function snapshotAsOfMs(asOf: string, nowMs: number): number {
+  const asOfMs = zonedTimeMs(asOf);
+  if (asOfMs === null) throw validationFailed([{ path: "asOf", message: `${JSON.stringify(asOf)} is not a real moment` }]);
+  const problem = asOfProblem(asOfMs, nowMs);
+  if (problem !== null) throw validationFailed([{ path: "asOf", message: `${asOf} ${problem}` }]);
+  return asOfMs;
 }
 
 /**

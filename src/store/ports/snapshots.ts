@@ -49,12 +49,12 @@ export class SnapshotBuildAbandonedError extends Error {
  * The `snapshots` row as both adapters insert it: its columns, and its values in that order.
  * One list, so the two INSERTs cannot drift apart in what a snapshot row holds.
  */
-export const SNAPSHOT_ROW_COLUMNS = "id, build_id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units";
+export const SNAPSHOT_ROW_COLUMNS = "id, build_id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units, as_of_ms";
 
-export function snapshotRowValues({ snapshot, buildId }: SnapshotPublication): (string | number)[] {
-  const { id, pointType, measure, decimals, takenAtMs, root, leafCount, totalUnits } = snapshot;
+export function snapshotRowValues({ snapshot, buildId }: SnapshotPublication): (string | number | null)[] {
+  const { id, pointType, measure, decimals, takenAtMs, root, leafCount, totalUnits, asOfMs } = snapshot;
   // total_units is text on SQLite and numeric on PostgreSQL: its decimal string fits both, exactly.
-  return [id, buildId, pointType, measure, decimals, takenAtMs, root, leafCount, totalUnits.toString()];
+  return [id, buildId, pointType, measure, decimals, takenAtMs, root, leafCount, totalUnits.toString(), asOfMs];
 }
 
 /**
@@ -77,9 +77,11 @@ export interface SnapshotsStore {
    * Every address whose `measure` of the point type is > 0, read in ONE consistent view of the
    * database (no batch half in, half out, however long the read takes), by address, without
    * holding a lock that would stop submissions or finalization. Adapters read pages and hand each
-   * to domain/snapshot.ts addHoldingsPage, which decides what goes in.
+   * to domain/snapshot.ts addHoldingsPage, which decides what goes in. With `asOfMs`, the balances
+   * as they stood then (HistoryStore's rules): pages of addresses from accounts, the balances of
+   * each page's address range read together (HistoryReadPort.readBalancesAsOf), in the same one view.
    */
-  readSnapshotHoldings(pointType: PointType, measure: SnapshotMeasure): Promise<SnapshotHoldings>;
+  readSnapshotHoldings(pointType: PointType, measure: SnapshotMeasure, asOfMs?: number | null): Promise<SnapshotHoldings>;
   /** Registers a build of `snapshotId`, alive as of nowMs; before any of its chunks is written. */
   beginSnapshotBuild(buildId: string, snapshotId: string, nowMs: number): Promise<void>;
   /**

@@ -6,6 +6,7 @@ import { batches } from "./batches.js";
 import { credits } from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
 import { committedEventsOf, createPool, guard, migrate, transaction, type PostgresOptions } from "./db.js";
+import { historyOperations } from "./history.js";
 import { leaderboardReads } from "./leaderboards.js";
 import { postgresLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
@@ -73,6 +74,7 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     listTransfers: (contract, query) => run(() => transfers.listTransfers(pool, contract, query)),
     listAccountBalances: (query) => run(() => transfers.listAccountBalances(pool, query)),
     ...snapshotOperations(pool, run),
+    ...historyOperations(pool, run),
     readBoard: (query) => run(() => leaderboardReads.readBoard(pool, query)),
     readStanding: (contract, pointType, window, address) =>
       run(() => leaderboardReads.readStanding(pool, contract, pointType, window, address)),

@@ -1,11 +1,13 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { addHoldingsPage, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
+import { ZERO_BALANCE } from "../../domain/balance.js";
+import { addHoldingsPage, measuredUnits, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
 import { SNAPSHOT_ROW_COLUMNS, SnapshotBuildAbandonedError, snapshotRowValues, takenBy } from "../ports/snapshots.js";
 import type { SnapshotCreateResult, SnapshotLeafChunk, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
 import { AVAILABLE_SQL } from "./accounts.js";
-import { toNumber, toUnits, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
+import { toNullableNumber, toNumber, toUnits, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
+import { history } from "./history.js";
 
 /** Account rows per query of the consistent read (each well under the statement timeout). */
 const HOLDINGS_PER_PAGE = 20_000;
@@ -18,13 +20,24 @@ const MEASURE_SQL: Record<SnapshotMeasure, string> = { available: AVAILABLE_SQL,
  * transaction, so every page sees the same snapshot of the database. A batch finalizes in one
  * transaction (accounts.ts settleBatch), so it is in the read wholly or not at all, however many
  * finalize while the pages are read. It takes no row lock: submissions and finalization go on.
+ * With asOfMs, each page is measured as of then (readPageAsOf).
  */
-export async function readSnapshotHoldings(pool: PgPool, pointType: PointType, measure: SnapshotMeasure): Promise<SnapshotHoldings> {
+export async function readSnapshotHoldings(
+  pool: PgPool,
+  pointType: PointType,
+  measure: SnapshotMeasure,
+  asOfMs: number | null,
+): Promise<SnapshotHoldings> {
   return transaction(
     pool,
     async (client) => {
       const holdings: SnapshotHoldings = { addresses: [], units: [] };
-      for (let after: string | null = ""; after !== null;) after = await readPage(client, pointType, measure, after, holdings);
+      for (let after: string | null = ""; after !== null;) {
+        after =
+          asOfMs === null
+            ? await readPage(client, pointType, measure, after, holdings)
+            : await readPageAsOf(client, pointType, measure, asOfMs, after, holdings);
+      }
       return holdings;
     },
     { isolation: "REPEATABLE READ", readOnly: true },
@@ -46,6 +59,33 @@ async function readPage(
     values: [after, pointType, HOLDINGS_PER_PAGE],
   });
   return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => toUnits(row.amount));
+}
+
+/**
+ * One page as of asOfMs: the page's addresses from accounts (every address with any history has
+ * an account of the type), then the balances of that whole address range as of then, read
+ * together in one statement (history.ts), not one address at a time.
+ */
+async function readPageAsOf(
+  db: Queryable,
+  pointType: PointType,
+  measure: SnapshotMeasure,
+  asOfMs: number,
+  after: string,
+  holdings: SnapshotHoldings,
+): Promise<string | null> {
+  const { rows } = await db.query<{ address: string }>({
+    name: "pl-snapshot-addresses",
+    text: "SELECT address FROM accounts WHERE address > $1 AND point_type = $2 ORDER BY address LIMIT $3",
+    values: [after, pointType, HOLDINGS_PER_PAGE],
+  });
+  if (rows.length === 0) return null;
+  const through = rows[rows.length - 1]!.address;
+  const found = await history.readBalancesAsOf(db, pointType, after, through, asOfMs);
+  const balances = new Map(found.map((entry) => [entry.address as string, entry.balance]));
+  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) =>
+    measuredUnits(balances.get(row.address) ?? ZERO_BALANCE, measure),
+  );
 }
 
 /**
@@ -110,7 +150,7 @@ export async function publishSnapshot(client: PgClient, publication: SnapshotPub
   ]);
   if (live === 0) throw new SnapshotBuildAbandonedError(buildId);
   const { rowCount } = await client.query(
-    `INSERT INTO snapshots (${SNAPSHOT_ROW_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO snapshots (${SNAPSHOT_ROW_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
     snapshotRowValues(publication),
   );
   if (rowCount === 0) {
@@ -169,12 +209,13 @@ interface SnapshotRow {
   root: string;
   leaf_count: number;
   total_units: string;
+  as_of_ms: string | null;
 }
 
 export async function getSnapshot(db: Queryable, snapshotId: string): Promise<Snapshot | null> {
   const { rows } = await db.query<SnapshotRow>({
     name: "pl-get-snapshot",
-    text: "SELECT id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units FROM snapshots WHERE id = $1",
+    text: "SELECT id, point_type, measure, decimals, taken_at_ms, root, leaf_count, total_units, as_of_ms FROM snapshots WHERE id = $1",
     values: [snapshotId],
   });
   const row = rows[0];
@@ -188,6 +229,7 @@ export async function getSnapshot(db: Queryable, snapshotId: string): Promise<Sn
     root: row.root,
     leafCount: row.leaf_count,
     totalUnits: toUnits(row.total_units),
+    asOfMs: toNullableNumber(row.as_of_ms),
   };
 }
 
@@ -231,7 +273,7 @@ async function listChunks<Data>(db: Queryable, table: ChunkTable, snapshotId: st
 export function snapshotOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>) {
   const inTransaction = <T>(work: (client: PgClient) => Promise<T>) => run(() => transaction(pool, work));
   return {
-    readSnapshotHoldings: (pointType, measure) => run(() => readSnapshotHoldings(pool, pointType, measure)),
+    readSnapshotHoldings: (pointType, measure, asOfMs) => run(() => readSnapshotHoldings(pool, pointType, measure, asOfMs ?? null)),
     beginSnapshotBuild: (buildId, snapshotId, nowMs) => run(() => beginSnapshotBuild(pool, buildId, snapshotId, nowMs)),
     writeSnapshotLeafChunks: (buildId, firstChunkNo, chunks, nowMs) =>
       run(() => writeSnapshotLeafChunks(pool, buildId, firstChunkNo, chunks, nowMs)),

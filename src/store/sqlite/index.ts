@@ -7,6 +7,7 @@ import { credits } from "./credits.js";
 import { listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
 import { CommittedEvents } from "../committed-events.js";
 import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteOptions } from "./db.js";
+import { historyOperations } from "./history.js";
 import { leaderboardReads } from "./leaderboards.js";
 import { sqliteLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
@@ -64,6 +65,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     listTransfers: async (contract, query) => transfers.listTransfers(db, contract, query),
     listAccountBalances: async (query) => transfers.listAccountBalances(db, query),
     ...snapshotOperations(options.path, () => db),
+    ...historyOperations(() => db),
     readBoard: async (query) => leaderboardReads.readBoard(db, query),
     readStanding: async (contract, pointType, window, address) => leaderboardReads.readStanding(db, contract, pointType, window, address),
     historyBackfillRemaining: async () => leaderboardReads.historyBackfillRemaining(db),

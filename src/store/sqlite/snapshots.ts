@@ -2,12 +2,14 @@ import Database from "better-sqlite3";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
+import { ZERO_BALANCE } from "../../domain/balance.js";
 import { addHoldingsPage, measuredUnits, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
 import { SNAPSHOT_ROW_COLUMNS, SnapshotBuildAbandonedError, snapshotRowValues, takenBy } from "../ports/snapshots.js";
 import type { SnapshotCreateResult, SnapshotLeafChunk, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
 import { toBalance, type AccountRow } from "./accounts.js";
-import { statement, toNumber, type SqliteDb } from "./db.js";
+import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
+import { history } from "./history.js";
 
 /** Account rows read between two yields to the event loop (≈ 10-20 ms of work). */
 const HOLDINGS_PER_PAGE = 10_000;
@@ -20,17 +22,23 @@ const READER_BUSY_TIMEOUT_MS = 5000;
  * own, a page at a time with yields between pages: the process's connection goes on accepting
  * and finalizing batches meanwhile, and none of them shows half (each is one transaction).
  * An in-memory database has no second connection: there the read is one synchronous transaction.
+ * With asOfMs, each page is measured as of then (readPageAsOf).
  */
 export async function readSnapshotHoldings(
   path: string,
   db: SqliteDb,
   pointType: PointType,
   measure: SnapshotMeasure,
+  asOfMs: number | null,
 ): Promise<SnapshotHoldings> {
   const holdings: SnapshotHoldings = { addresses: [], units: [] };
+  const page = (reader: SqliteDb, after: string) =>
+    asOfMs === null
+      ? readPage(reader, pointType, measure, after, holdings)
+      : readPageAsOf(reader, pointType, measure, asOfMs, after, holdings);
   if (path === ":memory:") {
     db.transaction(() => {
-      for (let after: string | null = ""; after !== null;) after = readPage(db, pointType, measure, after, holdings);
+      for (let after: string | null = ""; after !== null;) after = page(db, after);
     })();
     return holdings;
   }
@@ -39,7 +47,7 @@ export async function readSnapshotHoldings(
     reader.pragma(`busy_timeout = ${READER_BUSY_TIMEOUT_MS}`);
     reader.exec("BEGIN");
     for (let after: string | null = ""; after !== null;) {
-      after = readPage(reader, pointType, measure, after, holdings);
+      after = page(reader, after);
       await yieldToEventLoop();
     }
     reader.exec("COMMIT");
@@ -57,6 +65,32 @@ function readPage(db: SqliteDb, pointType: PointType, measure: SnapshotMeasure, 
     HOLDINGS_PER_PAGE,
   ) as (AccountRow & { address: string })[];
   return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => measuredUnits(toBalance(row), measure));
+}
+
+/**
+ * One page as of asOfMs: the page's addresses from accounts (every address with any history has
+ * an account of the type), then the balances of that whole address range as of then, read
+ * together (history.ts), not one address at a time.
+ */
+function readPageAsOf(
+  db: SqliteDb,
+  pointType: PointType,
+  measure: SnapshotMeasure,
+  asOfMs: number,
+  after: string,
+  holdings: SnapshotHoldings,
+): string | null {
+  const rows = statement(db, "SELECT address FROM accounts WHERE address > ? AND point_type = ? ORDER BY address LIMIT ?").all(
+    after,
+    pointType,
+    HOLDINGS_PER_PAGE,
+  ) as { address: string }[];
+  if (rows.length === 0) return null;
+  const through = rows[rows.length - 1]!.address;
+  const balances = new Map(history.readBalancesAsOf(db, pointType, after, through, asOfMs).map((found) => [found.address, found.balance]));
+  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) =>
+    measuredUnits(balances.get(row.address as AddressKey) ?? ZERO_BALANCE, measure),
+  );
 }
 
 /**
@@ -112,7 +146,7 @@ export function publishSnapshot(db: SqliteDb, publication: SnapshotPublication):
   if (live === undefined) throw new SnapshotBuildAbandonedError(buildId);
   const { changes } = statement(
     db,
-    `INSERT INTO snapshots (${SNAPSHOT_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO snapshots (${SNAPSHOT_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
   ).run(...snapshotRowValues(publication));
   if (changes === 0) {
     abandonSnapshotBuild(db, buildId);
@@ -169,6 +203,7 @@ interface SnapshotRow {
   root: string;
   leaf_count: bigint;
   total_units: string;
+  as_of_ms: bigint | null;
 }
 
 export function getSnapshot(db: SqliteDb, snapshotId: string): Snapshot | null {
@@ -183,6 +218,7 @@ export function getSnapshot(db: SqliteDb, snapshotId: string): Snapshot | null {
     root: row.root,
     leafCount: toNumber(row.leaf_count),
     totalUnits: BigInt(row.total_units),
+    asOfMs: toNullableNumber(row.as_of_ms),
   };
 }
 
@@ -223,7 +259,7 @@ export function snapshotOperations(path: string, current: () => SqliteDb) {
   };
   const read = async <T>(work: (db: SqliteDb) => T): Promise<T> => work(current());
   return {
-    readSnapshotHoldings: (pointType, measure) => readSnapshotHoldings(path, current(), pointType, measure),
+    readSnapshotHoldings: (pointType, measure, asOfMs) => readSnapshotHoldings(path, current(), pointType, measure, asOfMs ?? null),
     beginSnapshotBuild: (buildId, snapshotId, nowMs) => write((db) => beginSnapshotBuild(db, buildId, snapshotId, nowMs)),
     writeSnapshotLeafChunks: (buildId, firstChunkNo, chunks, nowMs) =>
       write((db) => writeSnapshotLeafChunks(db, buildId, firstChunkNo, chunks, nowMs)),

@@ -1,0 +1,110 @@
+import { ZERO_BALANCE, type Balance } from "../../domain/balance.js";
+import type { AddressKey } from "../../domain/address.js";
+import type { PointType } from "../../domain/batch.js";
+import type { BalanceAsOf, HistoryReadPort, HistoryStore } from "../ports/leaderboards.js";
+import { toUnits, type Queryable } from "./db.js";
+
+/**
+ * Balances as they stood at a time (API.md "Leaderboards and history", `asOf`), read from the
+ * rows that carry their own times: credits (created_at_ms), received_history (finalized_at_ms)
+ * and the address's own batches (created, cancelled, finalized), summed exactly in NUMERIC.
+ *
+ * One statement reads one index range of addresses [$1, $2] (one address: $1 = $2) from each:
+ * credits and received_history by their address-first keys, batches by batches_listing
+ * (contract, created_at_ms, seq). One statement is one snapshot of the database: a batch
+ * finalizing meanwhile is in it wholly or not at all.
+ */
+const BALANCES_AS_OF_SQL = `
+  SELECT address, point_type, sum(earned) AS earned, sum(received) AS received,
+         sum(finalized_sent) AS finalized_sent, sum(pending) AS pending
+  FROM (
+    SELECT address, point_type, amount_units AS earned, 0::numeric AS received, 0::numeric AS finalized_sent, 0::numeric AS pending
+    FROM credits WHERE address BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND created_at_ms <= $4
+    UNION ALL
+    SELECT address, point_type, 0, amount_units, 0, 0
+    FROM received_history WHERE address BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND finalized_at_ms <= $4
+    UNION ALL
+    SELECT contract, point_type, 0,
+           0,
+           CASE WHEN finalized_at_ms <= $4 THEN total_units ELSE 0 END,
+           CASE WHEN (finalized_at_ms IS NULL OR finalized_at_ms > $4) AND (cancelled_at_ms IS NULL OR cancelled_at_ms > $4)
+                THEN total_units ELSE 0 END
+    FROM batches WHERE contract BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND created_at_ms <= $4
+  ) AS history
+  GROUP BY address, point_type
+  ORDER BY address, point_type`;
+
+interface HistoryRow {
+  address: string;
+  point_type: string;
+  earned: string;
+  received: string;
+  finalized_sent: string;
+  pending: string;
+}
+
+function toBalance(row: HistoryRow): Balance {
+  return {
+    earnedCumulative: toUnits(row.earned),
+    receivedCumulative: toUnits(row.received),
+    finalizedSentCumulative: toUnits(row.finalized_sent),
+    pendingSent: toUnits(row.pending),
+  };
+}
+
+async function balancesInRange(
+  db: Queryable,
+  pointTypes: readonly string[],
+  low: string,
+  high: string,
+  asOfMs: number,
+): Promise<HistoryRow[]> {
+  const { rows } = await db.query<HistoryRow>({
+    name: "pl-balances-as-of",
+    text: BALANCES_AS_OF_SQL,
+    values: [low, high, pointTypes, asOfMs],
+  });
+  return rows;
+}
+
+/** HistoryStore.getBalancesAsOf: one statement over three ranges of one address. */
+export async function getBalancesAsOf<T extends PointType>(
+  db: Queryable,
+  address: AddressKey,
+  pointTypes: readonly T[],
+  asOfMs: number,
+): Promise<Record<T, Balance>> {
+  const balances = {} as Record<T, Balance>;
+  for (const pointType of pointTypes) balances[pointType] = ZERO_BALANCE;
+  for (const row of await balancesInRange(db, pointTypes, address, address, asOfMs)) {
+    balances[row.point_type as T] = toBalance(row);
+  }
+  return balances;
+}
+
+/**
+ * HistoryReadPort.readBalancesAsOf: the balances at asOfMs of the addresses in (after, through]
+ * with any history of the point type, by address. Run inside the caller's REPEATABLE READ transaction.
+ */
+async function readBalancesAsOf(
+  db: Queryable,
+  pointType: PointType,
+  afterAddress: string,
+  throughAddress: string,
+  asOfMs: number,
+): Promise<BalanceAsOf[]> {
+  const rows = await balancesInRange(db, [pointType], afterAddress, throughAddress, asOfMs);
+  // BETWEEN includes `after`, which the previous page already measured.
+  return rows
+    .filter((row) => row.address !== afterAddress)
+    .map((row) => ({ address: row.address as AddressKey, pointType, balance: toBalance(row) }));
+}
+
+export const history = { readBalancesAsOf } satisfies HistoryReadPort<Queryable, "async">;
+
+/** The port's history reads on `pool`, each through `run` (index.ts: the pool's guard). */
+export function historyOperations(pool: Queryable, run: <T>(work: () => Promise<T>) => Promise<T>) {
+  return {
+    getBalancesAsOf: (address, pointTypes, asOfMs) => run(() => getBalancesAsOf(pool, address, pointTypes, asOfMs)),
+  } satisfies HistoryStore;
+}
