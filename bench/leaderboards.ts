@@ -486,7 +486,7 @@ export async function runLeaderboardsBench(options: LeaderboardsOptions): Promis
     return 0;
   }
   const schema = options.db === "postgres" ? await createBenchSchema(baseUrl!) : null;
-  const url = schema?.url ?? `sqlite:${join(dir, "leaderboards.db")}`;
+  const url = schema?.url ?? `sqlite:${options.keepFile ?? join(dir, "leaderboards.db")}`;
   const store: Store = await openStore({ ...DEFAULTS, databaseUrl: url, pgPoolSize: 4, pgStatementTimeoutMs: 600_000 });
   try {
     const figures = await measure(store, options);

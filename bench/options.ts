@@ -30,11 +30,11 @@ export const USAGE = `npm run bench -- [options]
   --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes
   --snapshot [--db sqlite|postgres] [--addresses N]
                         only: a Merkle snapshot of N addresses (default 1,000,000), its time and peak RSS (bench/snapshot.ts)
-  --leaderboards [--db sqlite|postgres] [--recipients N] [--transfers N] [--samples N] [--budget SECONDS] [--seed-only]
+  --leaderboards [--db sqlite|postgres] [--recipients N] [--transfers N] [--samples N] [--budget SECONDS] [--seed-only] [--keep FILE]
                         only: seeds N recipients (default 1,000,000) and N finalized transfers (default 10,000,000)
                         through the store over 60 days, then times board pages, ranks, balances asOf and a
                         snapshot asOf (bench/leaderboards.ts); --samples per measure (default 1000), each
-                        measure stops after --budget seconds (default 60); --seed-only times the seeding alone`;
+                        measure stops after --budget seconds (default 60); --seed-only times the seeding alone; --keep FILE keeps the SQLite database`;
 
 function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
   if (raw === undefined) return fallback;
@@ -97,6 +97,8 @@ export interface LeaderboardsOptions {
   budgetSec: number;
   /** Only the seeding and its finalize rate: the paired run against code without leaderboards. */
   seedOnly: boolean;
+  /** SQLite: seed into this file and keep it (for inspection), instead of a temporary one. */
+  keepFile: string | null;
 }
 
 export function parseLeaderboardsOptions(argv: string[]): LeaderboardsOptions {
@@ -110,6 +112,7 @@ export function parseLeaderboardsOptions(argv: string[]): LeaderboardsOptions {
       samples: { type: "string" },
       budget: { type: "string" },
       "seed-only": { type: "boolean", default: false },
+      keep: { type: "string" },
     },
   });
   if (values.db !== "sqlite" && values.db !== "postgres") throw new Error(`--db must be sqlite or postgres, got "${values.db}"`);
@@ -122,5 +125,6 @@ export function parseLeaderboardsOptions(argv: string[]): LeaderboardsOptions {
     samples: positiveInt("samples", values.samples, 1000),
     budgetSec: positiveInt("budget", values.budget, 60),
     seedOnly: values["seed-only"] ?? false,
+    keepFile: values.keep ?? null,
   };
 }
