@@ -99,7 +99,7 @@ describe("client snapshots and proofs", () => {
     const taken = await admin.takeSnapshot("season-1", { pointType: "PHASE2_GOLD", decimals: 18 });
     expect(taken.created).toBe(true);
     const { snapshot } = taken;
-    expect(snapshot).toMatchObject({ id: "season-1", pointType: "PHASE2_GOLD", measure: "available", decimals: 18 });
+    expect(snapshot).toMatchObject({ id: "season-1", pointType: "PHASE2_GOLD", measure: "available", decimals: 18, asOf: null });
     expect(snapshot.leafCount).toBe(holdings.length);
     expect(snapshot.total).toBe("123456839.623457789013");
     expect(await admin.getSnapshot("season-1")).toEqual(snapshot);
@@ -153,6 +153,16 @@ describe("client snapshots and proofs", () => {
     // What a retry after a lost answer meets: the snapshot exists as asked.
     const again = await admin.takeSnapshot("season-1", { pointType: "PHASE2_GOLD", measure: "available" });
     expect(again).toEqual({ snapshot: stored, created: false });
+  });
+
+  it("sends asOf (a Date or an ISO string): too recent is refused naming asOf, and as of before any credit nobody holds anything", async () => {
+    const recent = await rejectionOf(admin.takeSnapshot("recent", { pointType: "PHASE2_GOLD", asOf: new Date(Date.now() - 10_000) }));
+    expectApiError(recent, "VALIDATION_FAILED", 400);
+    expect((recent as PointsApiError).details).toEqual([expect.objectContaining({ path: "asOf" })]);
+    // Before any credit nobody held anything: the same refusal as a point type nobody holds.
+    const before = await rejectionOf(admin.takeSnapshot("before", { pointType: "PHASE2_GOLD", asOf: "2020-01-01T00:00:00+01:00" }));
+    expectApiError(before, "VALIDATION_FAILED", 400);
+    expect((before as PointsApiError).details).toEqual([expect.objectContaining({ path: "pointType" })]);
   });
 
   it("a proof of an address that is not in the snapshot, and an absent snapshot, are 404 NOT_FOUND", async () => {

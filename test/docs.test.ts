@@ -152,6 +152,7 @@ const PAGES = [
   "docs/events.md",
   "docs/api-keys.md",
   "docs/payouts.md",
+  "docs/leaderboards.md",
   "docs/limits.md",
   "docs/security.md",
   "docs/scaling.md",

@@ -107,7 +107,11 @@ async function randomRun(store: LedgerStore, seed: number): Promise<Run> {
     const act = async (): Promise<void> => {
       if (action < 0.3 || step < 5) {
         const address = pick(people);
-        const amount = BigInt(1 + Math.floor(random() * 1000)) * UNITS + BigInt(Math.floor(random() * 1e6));
+        // Now and then a large amount with a full fraction: sums that carry across the stores' limbs.
+        const large = random() < 0.15;
+        const whole = large ? BigInt(Math.floor(random() * 1e16)) : BigInt(1 + Math.floor(random() * 1000));
+        const fraction = large ? BigInt(Math.floor(random() * 1e12)) : BigInt(Math.floor(random() * 1e6));
+        const amount = whole * UNITS + fraction;
         const result = await store.credit({ address, creditId: `c${sequence++}`, pointType, amount, createdAtMs: nowMs });
         expect(result.kind).toBe("credited");
         model.credit(address, pointType, amount, nowMs);
@@ -118,7 +122,10 @@ async function randomRun(store: LedgerStore, seed: number): Promise<Run> {
         const recipients = people.filter((p) => p !== contract).filter(() => random() < 0.5);
         if (recipients.length === 0) return;
         const share = available / BigInt(recipients.length);
-        const transfers = recipients.map((toAddress) => ({ toAddress, amount: 1n + (BigInt(Math.floor(random() * 1e9)) % share) }));
+        const transfers = recipients.map((toAddress) => ({
+          toAddress,
+          amount: 1n + ((BigInt(Math.floor(random() * 2 ** 52)) * BigInt(Math.floor(random() * 2 ** 52))) % share),
+        }));
         const total = transfers.reduce((sum, t) => sum + t.amount, 0n);
         const batchId = `b${sequence++}`;
         const secondsToFinalize = 60 + Math.floor(random() * 3600);

@@ -31,6 +31,10 @@ import {
   type OperatorCredential,
   type ApiKey,
   type ApiKeyScope,
+  type Balance,
+  type BalanceAsOf,
+  type LeaderboardEntry,
+  type LeaderboardPage,
   WEBHOOK_DELIVERY_STATUSES,
 } from "../client/index.js";
 import { formatPoints } from "../domain/points.js";
@@ -59,7 +63,15 @@ else an API key in POINTS_LEDGER_API_KEY):
   batches list --contract <addr> [--status S] [--point-type T] [--sort ASC|DESC] [--limit N] [--json]
   batches show <batchId> --contract <addr>
   batches cancel <batchId> --contract <addr>
-  balances --contract <addr>              the contract's balances of every point type the service has
+  balances --contract <addr> [--as-of <iso>] [--json]
+                                          the contract's balances of every point type the service has
+                                          (--as-of: as they stood at that time, e.g. 2026-11-30T23:59:59Z)
+  leaderboard --contract <addr> --point-type T [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--limit N] [--all] [--json]
+                                          the addresses the contract's finalized transfers of T reached, most points first
+                                          (--from/--to: whole UTC days, --to exclusive; --limit: entries per page, default 100;
+                                          --all: every page)
+  rank <address> --contract <addr> --point-type T [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--json]
+                                          one address's rank and points on that leaderboard
   events tail --contract <addr> [--types batch.accepted,…] [--after <cursor>] [--follow]
                                           one JSON line per event; at the end (or Ctrl-C) the cursor to resume from
   webhooks list|create|show|update|delete|rotate|test|deliveries|retry|recover --contract <addr> [--service-url …]
@@ -369,16 +381,18 @@ function batchLine(batch: Batch): string {
 }
 
 const balances: ClientCommand = async (argv) => {
-  const { values } = parse(argv, { json: { type: "boolean" } });
+  const { values } = parse(argv, { json: { type: "boolean" }, "as-of": { type: "string" } });
   if (values.help) return usage();
   const client = clientFor(values);
+  // The service checks the time (400 naming asOf: no zone, in the future), so the CLI takes it as written.
+  const asOf = typeof values["as-of"] === "string" ? values["as-of"] : undefined;
   return reportingFailures(async () => {
-    const result = await client.getBalances();
+    const result: Record<string, BalanceAsOf & Partial<Pick<Balance, "byAsset">>> = await client.getBalances({ asOf });
     if (values.json) {
       console.log(JSON.stringify(result, null, 2));
       return 0;
     }
-    console.log(`balances of ${client.contractAddress}`);
+    console.log(`balances of ${client.contractAddress}${asOf === undefined ? "" : ` as of ${asOf}`}`);
     for (const [pointType, b] of Object.entries(result)) {
       const assets = Object.entries(b.byAsset ?? {})
         .filter(([, earned]) => earned.earnedCumulative !== "0")
@@ -711,7 +725,94 @@ const apiKeys: ClientCommand = async (argv) => {
   });
 };
 
+const boardOptions = {
+  "point-type": { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  json: { type: "boolean" },
+} as const satisfies ParseArgsConfig["options"];
+
+/** --point-type (required: a board is of one type) and the window; the service checks the days (400 naming from or to). */
+function boardQueryOf(values: { "point-type"?: string | boolean; from?: string | boolean; to?: string | boolean }) {
+  return {
+    pointType: required(values["point-type"], "point-type"),
+    from: typeof values.from === "string" ? values.from : undefined,
+    to: typeof values.to === "string" ? values.to : undefined,
+  };
+}
+
+function windowText(page: Pick<LeaderboardPage, "from" | "to">): string {
+  if (page.from === null && page.to === null) return "all time";
+  return `${page.from ?? "the start"} to ${page.to ?? "now"} (exclusive)`;
+}
+
+/**
+ * Table lines: rank, address, points. Widths come from the board (its participants), not from a
+ * page, so the pages of --all line up; points go last, left-aligned, as the other commands print them.
+ */
+function boardLines(entries: readonly LeaderboardEntry[], participants: number): string[] {
+  const rankWidth = Math.max("rank".length, String(participants).length);
+  return entries.map((entry) => `${String(entry.rank).padStart(rankWidth)}  ${entry.address}  ${entry.points}`);
+}
+
+function boardHeader(participants: number): string {
+  return `${"rank".padStart(Math.max(4, String(participants).length))}  ${"address".padEnd(42)}  points`;
+}
+
+/**
+ * `leaderboard`: one page (--limit entries, default 100) or, with --all, the whole board, read
+ * page by page; --json prints one JSON entry per line.
+ */
+const leaderboard: ClientCommand = async (argv) => {
+  const { values } = parse(argv, { ...boardOptions, limit: { type: "string" }, all: { type: "boolean" } });
+  if (values.help) return usage();
+  const query = { ...boardQueryOf(values), limit: wholeNumber(values.limit, "limit") };
+  const client = clientFor(values);
+  return reportingFailures(async () => {
+    const first = await client.leaderboardPage(query);
+    if (!values.json) {
+      console.log(
+        `leaderboard of ${client.contractAddress}, ${first.pointType}, ${windowText(first)}: ${first.participants} participant(s)`,
+      );
+      console.log(boardHeader(first.participants));
+    }
+    let shown = 0;
+    let cursor = first.cursor;
+    let page: LeaderboardPage = first;
+    for (;;) {
+      const lines = values.json ? page.entries.map((entry) => JSON.stringify(entry)) : boardLines(page.entries, first.participants);
+      for (const line of lines) console.log(line);
+      shown += page.entries.length;
+      if (!values.all || cursor === null) break;
+      page = await client.leaderboardPage({ ...query, cursor });
+      cursor = page.cursor;
+    }
+    if (!values.json && cursor !== null) console.error(`${shown} shown; more with --all (or a larger --limit)`);
+    return 0;
+  });
+};
+
+/** `rank <address>`: the address's rank, points and the board's participants. */
+const rank: ClientCommand = async (argv) => {
+  const { values, positionals } = parse(argv, boardOptions);
+  if (values.help) return usage();
+  if (positionals.length !== 1) throw new UsageError("usage: rank <address> --contract <addr> --point-type T [--from D] [--to D]");
+  const address = positionals[0]!;
+  if (parseAddress(address) === null) throw new UsageError(`${address} is not a valid address`);
+  const query = boardQueryOf(values);
+  const client = clientFor(values);
+  return reportingFailures(async () => {
+    const standing = await client.rank(address, query);
+    if (values.json) return printJson(standing);
+    const place = standing.rank === null ? "not ranked" : `rank ${standing.rank} of ${standing.participants}`;
+    console.log(`${standing.address}: ${place}, ${standing.points} ${query.pointType}`);
+    return 0;
+  });
+};
+
 export const clientCommands: Record<string, ClientCommand> = {
+  leaderboard,
+  rank,
   "api-keys": apiKeys,
   login,
   "sign-message": signMessage,

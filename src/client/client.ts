@@ -8,6 +8,21 @@ import { EventFeed, eventQueryOf, type EventFeedOptions } from "./events.js";
 import { streamEvents, type EventStreamOptions, type StreamedEvent } from "./event-stream.js";
 import { transferQueryOf, type TransferPage, type TransferPageQuery } from "./transfers.js";
 import {
+  balancesQueryOf,
+  boardEntries,
+  boardPageOf,
+  leaderboardQueryOf,
+  standingOf,
+  type BalancesAsOf,
+  type BalancesOptions,
+  type LeaderboardEntry,
+  type LeaderboardPage,
+  type LeaderboardPageQuery,
+  type LeaderboardQuery,
+  type LeaderboardStanding,
+  type StandingQuery,
+} from "./leaderboards.js";
+import {
   openDownload,
   transferExportQueryOf,
   type DownloadTarget,
@@ -138,15 +153,57 @@ export class PublicClient {
     return this.transport.request<string>({ method: "GET", path: "/metrics", idempotent: true, text: true });
   }
 
-  /** Any address's balances, one key per point type (GET /v1/addresses/{address}/point-balances). */
-  async getAddressBalances(address: string): Promise<Balances> {
+  /**
+   * Any address's balances, one key per point type (GET /v1/addresses/{address}/point-balances);
+   * with `asOf`, as they stood then (without byAsset).
+   */
+  async getAddressBalances(address: string): Promise<Balances>;
+  async getAddressBalances(address: string, options: BalancesOptions & { asOf: string | Date }): Promise<BalancesAsOf>;
+  async getAddressBalances(address: string, options?: BalancesOptions): Promise<Balances | BalancesAsOf>;
+  async getAddressBalances(address: string, options: BalancesOptions = {}): Promise<Balances | BalancesAsOf> {
     const body = await this.transport.request<{ balancesByPointType: Balances }>({
       method: "GET",
       path: `/v1/addresses/${requireAddress(address, "address")}/point-balances`,
+      query: balancesQueryOf(options),
       token: this.readToken(),
       idempotent: true,
     });
     return body.balancesByPointType;
+  }
+
+  /**
+   * One page of any contract's leaderboard (GET /v1/contracts/{c}/leaderboard) with the admin
+   * token, or without a token when the service runs with PUBLIC_READS=true (a program's site
+   * showing its users where they stand). The operator's client has the same as leaderboardPage.
+   */
+  async leaderboardPageOf(contractAddress: string, query: LeaderboardPageQuery): Promise<LeaderboardPage> {
+    const body = await this.transport.request<LeaderboardPage>({
+      method: "GET",
+      path: `/v1/contracts/${requireAddress(contractAddress, "contractAddress")}/leaderboard`,
+      query: leaderboardQueryOf(query),
+      token: this.readToken(),
+      idempotent: true,
+    });
+    return boardPageOf(body);
+  }
+
+  /** Every entry of any contract's leaderboard, page by page (as leaderboardPageOf: admin token or PUBLIC_READS). */
+  leaderboardOf(contractAddress: string, query: LeaderboardQuery): AsyncGenerator<LeaderboardEntry, void, undefined> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    return boardEntries((cursor) => this.leaderboardPageOf(contractAddress, { ...query, limit, cursor }), MAX_PAGES);
+  }
+
+  /** One address's place on any contract's leaderboard (as leaderboardPageOf: admin token or PUBLIC_READS). */
+  async rankOf(contractAddress: string, address: string, query: StandingQuery): Promise<LeaderboardStanding> {
+    const contract = requireAddress(contractAddress, "contractAddress");
+    const body = await this.transport.request<LeaderboardStanding>({
+      method: "GET",
+      path: `/v1/contracts/${contract}/leaderboard/${requireAddress(address, "address")}`,
+      query: leaderboardQueryOf(query),
+      token: this.readToken(),
+      idempotent: true,
+    });
+    return standingOf(body);
   }
 
   async getSnapshot(snapshotId: string): Promise<Snapshot> {
@@ -254,13 +311,49 @@ export class PointsClient extends PublicClient {
     return this.session.signIn();
   }
 
-  async getBalances(): Promise<Balances> {
+  /** The contract's balances, one key per point type; with `asOf`, as they stood then (without byAsset). */
+  async getBalances(): Promise<Balances>;
+  async getBalances(options: BalancesOptions & { asOf: string | Date }): Promise<BalancesAsOf>;
+  async getBalances(options?: BalancesOptions): Promise<Balances | BalancesAsOf>;
+  async getBalances(options: BalancesOptions = {}): Promise<Balances | BalancesAsOf> {
     const body = await this.session.request<{ balancesByPointType: Balances }>({
       method: "GET",
       path: `${this.contractPath}/point-balances`,
+      query: balancesQueryOf(options),
       idempotent: true,
     });
     return body.balancesByPointType;
+  }
+
+  /**
+   * One page of the contract's leaderboard (GET …/leaderboard): the addresses its finalized
+   * transfers of `pointType` reached (from/to: whole UTC days, `to` exclusive), most points first.
+   */
+  async leaderboardPage(query: LeaderboardPageQuery): Promise<LeaderboardPage> {
+    const body = await this.session.request<LeaderboardPage>({
+      method: "GET",
+      path: `${this.contractPath}/leaderboard`,
+      query: leaderboardQueryOf(query),
+      idempotent: true,
+    });
+    return boardPageOf(body);
+  }
+
+  /** The whole leaderboard, `limit` entries per request (default 500), following the cursor until it is null. */
+  leaderboard(query: LeaderboardQuery): AsyncGenerator<LeaderboardEntry, void, undefined> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    return boardEntries((cursor) => this.leaderboardPage({ ...query, limit, cursor }), MAX_PAGES);
+  }
+
+  /** One address's rank, points and the board's participants (GET …/leaderboard/{address}); rank null when it has nothing. */
+  async rank(address: string, query: StandingQuery): Promise<LeaderboardStanding> {
+    const body = await this.session.request<LeaderboardStanding>({
+      method: "GET",
+      path: `${this.contractPath}/leaderboard/${requireAddress(address, "address")}`,
+      query: leaderboardQueryOf(query),
+      idempotent: true,
+    });
+    return standingOf(body);
   }
 
   /**

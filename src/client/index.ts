@@ -9,6 +9,18 @@ export { EventFeed, type EventFeedOptions } from "./events.js";
 export type { EventStreamOptions, StreamedEvent } from "./event-stream.js";
 export { consoleLoginUrl, parseConsoleLogin, type ConsoleLogin } from "./console-login.js";
 export type { ListedTransfer, TransferPage, TransferPageQuery } from "./transfers.js";
+export type {
+  BalanceAsOf,
+  BalancesAsOf,
+  BalancesOptions,
+  BoardDay,
+  LeaderboardEntry,
+  LeaderboardPage,
+  LeaderboardPageQuery,
+  LeaderboardQuery,
+  LeaderboardStanding,
+  StandingQuery,
+} from "./leaderboards.js";
 export type { ContractPage, ContractPageQuery, RegisteredContract } from "./contracts.js";
 export { TextDownload, type BalanceExportQuery, type ExportOptions, type TransferExportQuery } from "./exports.js";
 export type { Hash, Snapshot, SnapshotMeasure, SnapshotProof, SnapshotRequest, SnapshotTreeDump, TakenSnapshot } from "./snapshots.js";

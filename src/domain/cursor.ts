@@ -32,6 +32,8 @@ export interface CursorKind<T> {
   readonly fromParts: (parts: readonly string[]) => T;
   /** The dot-separated parts of a cursor of the form issued before the envelope, or null when it is not of that form. */
   readonly legacy: (cursor: string) => string | null;
+  /** Longest cursor of this kind accepted; absent, CURSOR_MAX_LENGTH. */
+  readonly maxLength?: number;
 }
 
 /** The envelope's version: the unversioned forms before it count as version 1. */
@@ -68,7 +70,7 @@ export function decodeCursor<T>(kind: CursorKind<T>, cursor: string, path = "cur
 }
 
 function cursorParts<T>(kind: CursorKind<T>, cursor: string): string[] | null {
-  if (cursor.length > CURSOR_MAX_LENGTH || !BASE64URL.test(cursor)) return null;
+  if (cursor.length > (kind.maxLength ?? CURSOR_MAX_LENGTH) || !BASE64URL.test(cursor)) return null;
   const text = base64urlText(cursor);
   const envelope = `${CURSOR_VERSION}.${kind.tag}.`;
   if (text.startsWith(envelope)) return checkedParts(text.slice(envelope.length), kind.parts);

@@ -1,5 +1,6 @@
 import type { AddressKey } from "./address.js";
 import { SEQ_PART, type CursorKind, type CursorPart } from "./cursor.js";
+import { BOARD_CURSOR_MAX_LENGTH } from "./limits.js";
 
 /**
  * Leaderboards and history (API.md "Leaderboards and history"): the rules both databases share.
@@ -128,4 +129,5 @@ export const BOARD_CURSOR: CursorKind<BoardCursor> = {
     position: Number(position),
   }),
   legacy: () => null,
+  maxLength: BOARD_CURSOR_MAX_LENGTH,
 };

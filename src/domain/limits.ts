@@ -58,6 +58,12 @@ export const MAX_TRANSFERS_SCANNED_PER_PAGE = 20_000;
 /** Characters of a listing cursor the service accepts (its own are far shorter). */
 export const CURSOR_MAX_LENGTH = 128;
 
+/**
+ * Characters of a leaderboard cursor: it carries the board it pages (point type, window) and an
+ * amount of up to 41 digits beside the address and rank, so its longest form (≈ 215) passes 128.
+ */
+export const BOARD_CURSOR_MAX_LENGTH = 256;
+
 /** Transfers a batch may hold at most, whatever MAX_TRANSFERS_PER_BATCH says (the setting's bound). */
 export const MAX_TRANSFERS_PER_BATCH_LIMIT = 10_000;
 

@@ -13,7 +13,7 @@ import { POINTS_PATTERN, POINTS_STRING_MAX_LENGTH } from "./points.js";
  */
 
 /** What a field holds, for the messages that depend on it (a schema annotation, see INPUT_KIND_KEYWORD). */
-export const INPUT_KINDS = ["points", "address", "id", "webhookUrl", "transfers", "time", "cursor"] as const;
+export const INPUT_KINDS = ["points", "address", "id", "webhookUrl", "transfers", "time", "cursor", "day", "zonedTime"] as const;
 export type InputKind = (typeof INPUT_KINDS)[number];
 
 export function isInputKind(value: unknown): value is InputKind {
@@ -72,6 +72,16 @@ export function webhookUrlMessage(value: unknown): string {
 /** A time in a query or body (createdBefore, createdAfter, since). */
 export function timeMessage(value: unknown): string {
   return `${quoted(value)} is not an ISO 8601 UTC time (e.g. "2026-01-31T12:00:00Z", optionally with .123 milliseconds)`;
+}
+
+/** A leaderboard's `from` or `to`: a whole UTC day that exists. */
+export function dayMessage(value: unknown): string {
+  return `${quoted(value)} is not a day of the form YYYY-MM-DD (a whole UTC day that exists, e.g. "2026-01-31")`;
+}
+
+/** An `asOf`: an ISO 8601 time with its zone (API.md Conventions). */
+export function zonedTimeMessage(value: unknown): string {
+  return `${quoted(value)} is not an ISO 8601 time with a zone (e.g. "2026-01-31T12:00:00Z" or "2026-01-31T14:00:00.000+02:00")`;
 }
 
 /** A listing cursor the service cannot have given out. */
@@ -137,5 +147,9 @@ export function inputMessage(kind: InputKind, value: unknown, maxItems = 0): str
       return timeMessage(value);
     case "cursor":
       return cursorMessage(value);
+    case "day":
+      return dayMessage(value);
+    case "zonedTime":
+      return zonedTimeMessage(value);
   }
 }

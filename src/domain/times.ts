@@ -7,7 +7,8 @@
 /** The form the schema checks; zoneTimeMs then checks that each part names a real moment. */
 export const ZONED_TIME_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,3})?(Z|[+-][0-9]{2}:[0-9]{2})$";
 
-const ZONED_TIME = /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,3}))?(?:Z|([+-])([0-9]{2}):([0-9]{2}))$/;
+const ZONED_TIME =
+  /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,3}))?(?:Z|([+-])([0-9]{2}):([0-9]{2}))$/;
 
 /** Offsets in use on Earth run from -12:00 to +14:00. */
 const MAX_OFFSET_MINUTES = 14 * 60;

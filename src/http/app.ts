@@ -39,6 +39,7 @@ import { operationRoutes } from "./routes/operations.js";
 import { DOCS_SECURITY_HEADERS, documentRoute } from "./openapi-docs.js";
 import { publicReadRoutes, snapshotAdminRoutes } from "./routes/snapshots.js";
 import { balancesExportRoute, transferRoutes } from "./routes/transfers.js";
+import { leaderboardRoutes } from "./routes/leaderboards.js";
 import { consoleRoutes } from "./routes/console.js";
 import { IntakePool } from "./batch-intake.js";
 import { validatorCompiler } from "./validation.js";
@@ -155,6 +156,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   authRoutes(app, ctx);
   await app.register(consoleRoutes);
   await app.register(async (contractScope) => contractRoutes(contractScope, ctx, authLimits, apiKeyUses), {
+    prefix: "/v1/contracts/:contractAddress",
+  });
+  // Leaderboards: contract routes that the admin token, and with PUBLIC_READS anyone, may read too.
+  await app.register(async (boardScope) => leaderboardRoutes(boardScope, ctx, authLimits, apiKeyUses), {
     prefix: "/v1/contracts/:contractAddress",
   });
   await app.register(

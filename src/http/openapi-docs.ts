@@ -328,6 +328,31 @@ export const treeExample = {
   ],
 };
 
+/** Leaderboards (API.md "Leaderboards and history"). */
+export const leaderboardDocs = {
+  page: ok(
+    "One page of the board: the addresses this contract's finalized transfers of pointType reached (in the window, when given), most points first; equal points share a rank (1, 2, 2, 4), ordered by address. `cursor` is null on the last page.",
+    {
+      pointType: "PHASE2_POINTS",
+      from: "2026-11-01",
+      to: "2026-12-01",
+      participants: 3,
+      entries: [
+        { rank: 1, address: RECIPIENT_2, points: "40" },
+        { rank: 2, address: RECIPIENT, points: "12.5" },
+      ],
+      cursor:
+        "djIubGIuUEhBU0UyX1BPSU5UUy4yMDI2LTExLTAxLjIwMjYtMTItMDEuMTI1MDAwMDAwMDAwMDAuMHg3MDk5Nzk3MGM1MTgxMmRjM2EwMTBjN2QwMWI1MGUwZDE3ZGM3OWM4LjIuMg",
+    },
+  ),
+  standing: ok('The address\'s place on the board: rank null and points "0" when the contract sent it nothing in the window.', {
+    address: RECIPIENT,
+    rank: 2,
+    points: "12.5",
+    participants: 3,
+  }),
+};
+
 export function snapshotBodyDocs(config: Pick<Config, "pointTypes">): SchemaDocs {
   return { examples: [{ pointType: config.pointTypes[0]!, measure: "available", decimals: 18 }] };
 }
@@ -421,7 +446,15 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
   },
   [`GET ${CONTRACT_ROUTES}/point-balances`]: {
     summary: "Read the contract's balances",
-    description: `One balance per configured point type, with byAsset for every BALANCE_ASSETS asset. ${SEE}, 5. Read balances.`,
+    description: `One balance per configured point type, with byAsset for every BALANCE_ASSETS asset. With asOf (an ISO time with a zone, not in the future), the balances as they stood then, without byAsset. ${SEE}, 5. Read balances.`,
+  },
+  [`GET ${CONTRACT_ROUTES}/leaderboard`]: {
+    summary: "Read the contract's leaderboard",
+    description: `The addresses its finalized transfers of pointType reached, ranked by the points it sent them; from/to (YYYY-MM-DD, to exclusive) count one window of UTC days. Page with the returned cursor. Readable with the operator's token, an API key with read, the admin token, or without authentication when PUBLIC_READS=true. ${SEE}, Leaderboards and history.`,
+  },
+  [`GET ${CONTRACT_ROUTES}/leaderboard/:address`]: {
+    summary: "Read one address's rank on the contract's leaderboard",
+    description: `Its rank, points and the number of participants; rank null and points "0" when it has nothing on the board. Same credentials as the leaderboard. ${SEE}, Leaderboards and history.`,
   },
   "GET /v1/parameters": {
     summary: "Read the parameters in force",
@@ -499,7 +532,7 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
   },
   "GET /v1/addresses/:address/point-balances": {
     summary: "Read any address's balances",
-    description: `With the admin token, or without authentication when PUBLIC_READS=true. ${SEE}, 10. Payouts.`,
+    description: `With the admin token, or without authentication when PUBLIC_READS=true. With asOf (an ISO time with a zone, not in the future), the balances as they stood then, without byAsset. ${SEE}, 10. Payouts.`,
   },
   "PUT /v1/admin/snapshots/:snapshotId": {
     summary: "Take a Merkle snapshot of one point type (admin)",

@@ -80,3 +80,10 @@ export function balancesJson<T extends PointType>(
   }
   return result;
 }
+
+/** balancesByPointType of an answer with `asOf`: the same figures, without byAsset (API.md "Leaderboards and history"). */
+export function balancesAsOfJson<T extends PointType>(balances: Balances<T>) {
+  const result = {} as Record<T, ReturnType<typeof balanceJson>>;
+  for (const pointType of Object.keys(balances) as T[]) result[pointType] = balanceJson(balances[pointType]);
+  return result;
+}

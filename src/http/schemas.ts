@@ -1,5 +1,6 @@
 import {
   API_KEY_NAME_MAX_LENGTH,
+  BOARD_CURSOR_MAX_LENGTH,
   CURSOR_MAX_LENGTH,
   DELIVERY_LIST_LIMIT_MAX,
   EVENT_TYPES_MAX_LENGTH,
@@ -220,7 +221,10 @@ export const BatchJson = Type.Object({
 const TransferJson = Type.Object({ toAddress: Type.String(), points: Type.String() });
 const AssetEarningsJson = Type.Object({ earnedCumulative: Type.String(), earnedCumulativeBlock: Type.Integer() });
 
-/** A balance: every configured asset in byAsset, and any other asset a credit named. */
+/**
+ * A balance: every configured asset in byAsset, and any other asset a credit named. An answer with
+ * `asOf` leaves byAsset out (API.md "Leaderboards and history"), so it is optional here.
+ */
 function balanceJsonSchema(config: Pick<Config, "balanceAssets">) {
   return Type.Object({
     available: Type.String(),
@@ -228,9 +232,12 @@ function balanceJsonSchema(config: Pick<Config, "balanceAssets">) {
     earnedCumulative: Type.String(),
     receivedCumulative: Type.String(),
     finalizedSentCumulative: Type.String(),
-    byAsset: Type.Object(Object.fromEntries(config.balanceAssets.map((asset) => [asset, AssetEarningsJson])), {
-      additionalProperties: AssetEarningsJson,
-    }),
+    byAsset: Type.Optional(
+      Type.Object(Object.fromEntries(config.balanceAssets.map((asset) => [asset, AssetEarningsJson])), {
+        additionalProperties: AssetEarningsJson,
+        description: "absent in an answer with asOf",
+      }),
+    ),
   });
 }
 
@@ -520,4 +527,70 @@ export const ExportResponses = {
     docs.payoutDocs.proof,
   ),
   tree: Type.Unknown({ description: "the StandardMerkleTree dump (format standard-v1) as JSON, streamed", examples: [docs.treeExample] }),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Leaderboards and history (API.md "Leaderboards and history"; routes/leaderboards.ts, and the
+// `asOf` of the balance routes). The rules beyond the form (a day that exists, to after from, a
+// time not in the future, a cursor of this board) are the routes'.
+
+/** A whole UTC day, `YYYY-MM-DD`. */
+const day = (description: string) => Type.String({ ...input("day"), pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description });
+/** A time with its zone (`Z` or an offset); milliseconds optional. */
+const ZonedTime = Type.String({
+  ...input("zonedTime"),
+  pattern: ZONED_TIME_PATTERN,
+  description: "ISO 8601 time with a zone (Z or ±hh:mm), milliseconds optional; not in the future",
+});
+
+export const BalancesAsOfQuery = Type.Object({ asOf: Type.Optional(ZonedTime) }, closed);
+
+export const LeaderboardStandingParams = Type.Object({ contractAddress: Address, address: Address }, closed);
+
+function boardWindowFields(config: Pick<Config, "pointTypes">) {
+  return {
+    pointType: pointTypeSchema(config),
+    from: Type.Optional(day("the first day counted, YYYY-MM-DD (UTC, inclusive); absent: from the start")),
+    to: Type.Optional(day("the day after the last one counted, YYYY-MM-DD (UTC, exclusive); absent: up to now")),
+  };
+}
+
+export function leaderboardQuerySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object(
+    {
+      ...boardWindowFields(config),
+      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: PAGE_LIMIT_MAX })),
+      cursor: Type.Optional(Type.String({ ...input("cursor"), pattern: CURSOR_PATTERN, maxLength: BOARD_CURSOR_MAX_LENGTH })),
+    },
+    closed,
+  );
+}
+
+export function leaderboardStandingQuerySchema(config: Pick<Config, "pointTypes">) {
+  return Type.Object(boardWindowFields(config), closed);
+}
+
+const NullableDay = Type.Union([Type.String(), Type.Null()]);
+
+export const LeaderboardResponses = {
+  page: ok(
+    {
+      pointType: Type.String(),
+      from: NullableDay,
+      to: NullableDay,
+      participants: Type.Integer(),
+      entries: Type.Array(Type.Object({ rank: Type.Integer(), address: Type.String(), points: Type.String() })),
+      cursor: Type.Union([Type.String(), Type.Null()]),
+    },
+    docs.leaderboardDocs.page,
+  ),
+  standing: ok(
+    {
+      address: Type.String(),
+      rank: Type.Union([Type.Integer(), Type.Null()]),
+      points: Type.String(),
+      participants: Type.Integer(),
+    },
+    docs.leaderboardDocs.standing,
+  ),
 };

@@ -31,7 +31,7 @@ export type * from "./ports/leaderboards.js";
 export * from "./ports/snapshots.js";
 
 export interface Violation {
-  invariant: 1 | 2 | 3 | 4;
+  invariant: 1 | 2 | 3 | 4 | 5;
   message: string;
 }
 
@@ -49,8 +49,8 @@ export interface LedgerStore
     WebhooksStore,
     TransfersStore,
     SnapshotsStore,
-    LeaderboardsStore,
-    HistoryStore {
+    HistoryStore,
+    LeaderboardsStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;

@@ -9,6 +9,7 @@ import { Batches } from "./screens/batches.js";
 import { BatchDetail } from "./screens/batch-detail.js";
 import { NewDistribution } from "./screens/new-distribution.js";
 import { Recipients } from "./screens/recipients.js";
+import { Leaderboard } from "./screens/leaderboard.js";
 import { LiveFeed } from "./screens/live-feed.js";
 import { Webhooks } from "./screens/webhooks.js";
 import { ApiKeys } from "./screens/api-keys.js";
@@ -31,6 +32,7 @@ export const SCREENS = [
   { path: "batches", title: "Batches" },
   { path: "new", title: "New distribution" },
   { path: "recipients", title: "Recipients" },
+  { path: "leaderboard", title: "Leaderboard" },
   { path: "events", title: "Live feed" },
   { path: "webhooks", title: "Webhooks" },
   { path: "api-keys", title: "API keys" },
@@ -168,6 +170,8 @@ function Screen({ route }: { route: string[] }) {
       return <NewDistribution />;
     case "recipients":
       return <Recipients />;
+    case "leaderboard":
+      return <Leaderboard />;
     case "events":
       return <LiveFeed />;
     case "webhooks":

@@ -1,5 +1,5 @@
 import { createContext } from "preact";
-import { useContext, useEffect, useState } from "preact/hooks";
+import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import type { LedgerEvent, Parameters, PointsClient } from "../../client/index.js";
 import type { StoredSession } from "./lib/session-store.js";
 import { errorText } from "./lib/errors.js";
@@ -107,4 +107,19 @@ export function countdown(targetIso: string, nowMs: number): string {
 
 export function shortTime(iso: string | null): string {
   return iso === null ? "—" : iso.replace("T", " ").replace(/\.\d{3}Z$/, " UTC");
+}
+
+/** `value`, changing at most once per `intervalMs`; the last change always comes through. */
+export function useThrottled<T>(value: T, intervalMs: number): T {
+  const [shown, setShown] = useState(value);
+  const lastMs = useRef(0);
+  useEffect(() => {
+    const waitMs = Math.max(0, lastMs.current + intervalMs - Date.now());
+    const timer = setTimeout(() => {
+      lastMs.current = Date.now();
+      setShown(value);
+    }, waitMs);
+    return () => clearTimeout(timer);
+  }, [value]);
+  return shown;
 }

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { AppContext } from "../context.js";
-import { balancesJson } from "../present.js";
-import { ContractParams, balancesResponseSchema, responses } from "../schemas.js";
+import { asOfMsOf, requireHistory } from "../history.js";
+import { balancesAsOfJson, balancesJson } from "../present.js";
+import { BalancesAsOfQuery, ContractParams, balancesResponseSchema, responses } from "../schemas.js";
 
 export function balanceRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
@@ -14,11 +15,19 @@ export function balanceRoutes(fastify: FastifyInstance, ctx: AppContext): void {
         tags: ["balances"],
         security: [{ bearer: [] }],
         params: ContractParams,
-        response: responses(balancesResponseSchema(ctx.config), 400, 401, 403),
+        querystring: BalancesAsOfQuery,
+        response: responses(balancesResponseSchema(ctx.config), 400, 401, 403, 503),
       },
     },
     async (request) => {
       const contract = request.grant!.contract;
+      const { asOf } = request.query;
+      if (asOf !== undefined) {
+        const asOfMs = asOfMsOf(asOf, ctx.clock.now());
+        await requireHistory(ctx.store);
+        const balances = await ctx.store.getBalancesAsOf(contract, ctx.config.pointTypes, asOfMs);
+        return { success: true as const, balancesByPointType: balancesAsOfJson(balances) };
+      }
       // Two indexed reads, side by side (on PostgreSQL, two pooled connections).
       const [balances, assetEarnings] = await Promise.all([
         ctx.store.getBalances(contract, ctx.config.pointTypes),

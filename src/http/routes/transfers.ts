@@ -11,9 +11,11 @@ import type { AppContext } from "../context.js";
 import { csvRow } from "../csv.js";
 import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { TRANSFER_CURSOR } from "../cursor.js";
-import { balancesJson } from "../present.js";
+import { asOfMsOf, requireHistory } from "../history.js";
+import { balancesAsOfJson, balancesJson } from "../present.js";
 import {
   AddressParams,
+  BalancesAsOfQuery,
   ContractParams,
   ExportResponses,
   balancesCsvQuerySchema,
@@ -109,7 +111,10 @@ export function balancesExportRoute(fastify: FastifyInstance, ctx: AppContext): 
   );
 }
 
-/** Read scope (admin token, or none with PUBLIC_READS): GET /v1/addresses/{address}/point-balances. */
+/**
+ * Read scope (admin token, or none with PUBLIC_READS): GET /v1/addresses/{address}/point-balances;
+ * with `asOf`, the balances as they stood then, without byAsset (API.md "Leaderboards and history").
+ */
 export function addressBalancesRoute(fastify: FastifyInstance, ctx: AppContext): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
@@ -119,11 +124,19 @@ export function addressBalancesRoute(fastify: FastifyInstance, ctx: AppContext):
         tags: ["balances"],
         security,
         params: AddressParams,
-        response: responses(ExportResponses.addressBalances(ctx.config), 400, 403),
+        querystring: BalancesAsOfQuery,
+        response: responses(ExportResponses.addressBalances(ctx.config), 400, 403, 503),
       },
     },
     async (request) => {
       const address = requireAddress(request.params.address, "address");
+      const { asOf } = request.query;
+      if (asOf !== undefined) {
+        const asOfMs = asOfMsOf(asOf, ctx.clock.now());
+        await requireHistory(ctx.store);
+        const balances = await ctx.store.getBalancesAsOf(address, ctx.config.pointTypes, asOfMs);
+        return { success: true as const, address: checksumAddress(address), balancesByPointType: balancesAsOfJson(balances) };
+      }
       const [balances, assetEarnings] = await Promise.all([
         ctx.store.getBalances(address, ctx.config.pointTypes),
         ctx.store.getAssetEarnings(address),

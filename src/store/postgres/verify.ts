@@ -41,7 +41,42 @@ export async function verifyLedger(db: Queryable): Promise<Violation[]> {
   await checkAccountSums(db, violations);
   await checkConservation(db, violations);
   await checkBatchTotals(db, violations);
+  await checkHistory(db, violations);
   return violations;
+}
+
+/** Invariant 5 (see the SQLite verify.ts), in SQL: only rows that disagree reach JavaScript. */
+async function checkHistory(db: Queryable, violations: Violation[]): Promise<void> {
+  const { rows: backfill } = await db.query<{ left: string }>("SELECT count(*)::text AS left FROM history_backfill");
+  if (backfill[0]!.left !== "0") return;
+  const { rows } = await db.query<{ key: string; label: string; stored: string; expected: string }>(
+    `WITH sent AS (SELECT b.contract, b.point_type, t.to_address AS address, sum(t.amount_units) AS units
+                   FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED' GROUP BY 1, 2, 3),
+          received AS (SELECT t.to_address AS address, b.point_type, sum(t.amount_units) AS units
+                   FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED' GROUP BY 1, 2),
+          history AS (SELECT address, point_type, sum(amount_units) AS units FROM received_history GROUP BY 1, 2),
+          counted AS (SELECT contract, point_type, length(points_units::text) * 100 + substr(points_units::text, 1, 2)::int AS band,
+                             count(*) AS entries FROM leaderboard_entries GROUP BY 1, 2, 3),
+          bands AS (SELECT contract, point_type, band, entries FROM leaderboard_bands WHERE entries <> 0)
+     SELECT coalesce(e.contract, s.contract) || ' ' || coalesce(e.point_type, s.point_type) || ' ' || coalesce(e.address, s.address) AS key,
+            'leaderboard entry (units)' AS label, coalesce(e.points_units, 0)::text AS stored, coalesce(s.units, 0)::text AS expected
+       FROM leaderboard_entries e FULL JOIN sent s USING (contract, point_type, address)
+       WHERE coalesce(e.points_units, 0) <> coalesce(s.units, 0)
+     UNION ALL
+     SELECT coalesce(c.contract, b.contract) || ' ' || coalesce(c.point_type, b.point_type) || ' band ' || coalesce(c.band, b.band),
+            'leaderboard band entries', coalesce(b.entries, 0)::text, coalesce(c.entries, 0)::text
+       FROM counted c FULL JOIN bands b USING (contract, point_type, band)
+       WHERE coalesce(c.entries, 0) <> coalesce(b.entries, 0)
+     UNION ALL
+     SELECT coalesce(h.address, r.address) || ' ' || coalesce(h.point_type, r.point_type), 'received history (units)',
+            coalesce(h.units, 0)::text, coalesce(r.units, 0)::text
+       FROM history h FULL JOIN received r USING (address, point_type)
+       WHERE coalesce(h.units, 0) <> coalesce(r.units, 0)
+     ORDER BY 1, 2`,
+  );
+  for (const row of rows) {
+    violations.push({ invariant: 5, message: `${row.key}: ${row.label} is ${row.stored} but the ledger says ${row.expected}` });
+  }
 }
 
 /** Invariant 2: each account field equals the sum of its records; records never lack an account. */

@@ -49,10 +49,10 @@ function addToBoard(db: SqliteDb, batch: StoredBatch): number {
   const board = { seq: BigInt(batch.seq), contract: batch.contract, pointType: batch.pointType };
   statement(
     db,
-    `WITH recipients AS (${RECIPIENTS_SQL}),
-     old AS (
-       SELECT ${ENTRY_BAND} AS band, count(*) AS n FROM recipients r
-       JOIN leaderboard_entries e ON e.contract = @contract AND e.point_type = @pointType AND e.address = r.address
+    // IN, not a join: SQLite would rather scan the whole board in the ranking index than look each recipient up.
+    `WITH old AS (
+       SELECT ${ENTRY_BAND} AS band, count(*) AS n FROM leaderboard_entries e
+       WHERE e.contract = @contract AND e.point_type = @pointType AND e.address IN (SELECT address FROM (${RECIPIENTS_SQL}))
        GROUP BY 1
      )
      UPDATE leaderboard_bands SET entries = entries - old.n FROM old

@@ -2,7 +2,8 @@ import type { PointType } from "../../domain/batch.js";
 import { availableOf, type Violation } from "../store.js";
 import { toBalance, type AccountRow } from "./accounts.js";
 import { readSupply } from "./credits.js";
-import { fromPair, statement, type SqliteDb } from "./db.js";
+import { fromPair, fromTriple, statement, type SqliteDb } from "./db.js";
+import { rankBandOf } from "../../domain/leaderboard.js";
 import { formatPoints } from "../../domain/points.js";
 
 type Sums = Map<string, bigint>;
@@ -79,7 +80,59 @@ export function verifyLedger(db: SqliteDb): Violation[] {
   }
   verifyBatchTotals(db, violations);
   verifySupply(db, earned, violations);
+  verifyHistory(db, received, violations);
   return violations;
+}
+
+/** Streams rows of (key, q, whole, fraction) into exact bigint sums per key. */
+function sumTriplesBy(db: SqliteDb, sql: string): Sums {
+  const sums: Sums = new Map();
+  for (const [key, q, whole, fraction] of statement(db, sql).raw(true).iterate() as Iterable<[string, bigint, bigint, bigint]>) {
+    add(sums, key, fromTriple(q, whole, fraction));
+  }
+  return sums;
+}
+
+function compareSums(violations: Violation[], label: string, stored: Sums, expected: Sums): void {
+  for (const key of new Set([...stored.keys(), ...expected.keys()])) {
+    const have = stored.get(key) ?? 0n;
+    const want = expected.get(key) ?? 0n;
+    if (have !== want) violations.push({ invariant: 5, message: `${key}: ${label} is ${have} but the ledger says ${want}` });
+  }
+}
+
+/**
+ * Invariant 5 (once history_backfill is empty, i.e. every finalized batch is in history): each
+ * board entry is what its contract's finalized transfers sent the address, each band counts its
+ * entries, and each address's received_history adds up to its receivedCumulative (`received`:
+ * the finalized transfers per "address pointType", summed by verifyLedger).
+ */
+function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): void {
+  if ((statement(db, "SELECT count(*) FROM history_backfill").pluck().get() as bigint | number) > 0) return;
+  const sent = sumBy(
+    db,
+    `SELECT b.contract || ' ' || b.point_type || ' ' || t.to_address, t.amount_w, t.amount_f
+     FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'`,
+  );
+  const entries = sumTriplesBy(
+    db,
+    "SELECT contract || ' ' || point_type || ' ' || address, points_q, points_w, points_f FROM leaderboard_entries",
+  );
+  compareSums(violations, "leaderboard entry (units)", entries, sent);
+  const counted: Sums = new Map();
+  for (const [key, units] of entries) add(counted, `${key.slice(0, key.lastIndexOf(" "))} band ${rankBandOf(units)}`, 1n);
+  const bands: Sums = new Map();
+  for (const [key, count] of statement(
+    db,
+    "SELECT contract || ' ' || point_type || ' band ' || band, entries FROM leaderboard_bands WHERE entries <> 0",
+  )
+    .raw(true)
+    .iterate() as Iterable<[string, bigint]>) {
+    bands.set(key, BigInt(count));
+  }
+  compareSums(violations, "leaderboard band entries", bands, counted);
+  const history = sumTriplesBy(db, "SELECT address || ' ' || point_type, amount_q, amount_w, amount_f FROM received_history");
+  compareSums(violations, "received history (units)", history, received);
 }
 
 /** The issued supply of each point type is the sum of its credits (invariant 2, per point type). */

@@ -1,7 +1,6 @@
-import { useEffect, useRef, useState } from "preact/hooks";
 import type { Batch, WebhookDelivery, WebhookEndpoint } from "../../../client/index.js";
 import { DailyChart } from "../chart.js";
-import { countdown, shortTime, useConsole, useLoad, useNow } from "../context.js";
+import { countdown, shortTime, useConsole, useLoad, useNow, useThrottled } from "../context.js";
 import { displayPoints } from "../lib/amounts.js";
 import { CHART_DAYS, loadDailyPoints } from "../lib/daily.js";
 
@@ -18,21 +17,6 @@ const DELIVERIES_COUNTED = 50;
  * endpoint): on a busy ledger they follow the live feed at most this often, not on every event.
  */
 const HEAVY_RELOAD_MS = 10_000;
-
-/** `value`, changing at most once per `intervalMs`; the last change always comes through. */
-function useThrottled<T>(value: T, intervalMs: number): T {
-  const [shown, setShown] = useState(value);
-  const lastMs = useRef(0);
-  useEffect(() => {
-    const waitMs = Math.max(0, lastMs.current + intervalMs - Date.now());
-    const timer = setTimeout(() => {
-      lastMs.current = Date.now();
-      setShown(value);
-    }, waitMs);
-    return () => clearTimeout(timer);
-  }, [value]);
-  return shown;
-}
 
 export function Overview() {
   const { client, parameters, ledgerVersion } = useConsole();
