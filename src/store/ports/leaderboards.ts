@@ -86,7 +86,7 @@ export interface LeaderboardsPort<Db, out M extends Io = Io> {
    * Adds the batch's transfers (summed per recipient) to its contract's board: the bands of the
    * recipients' old amounts lose them, leaderboard_entries grows, the bands of the new amounts
    * gain them. Rows are touched in address order (PostgreSQL: no deadlock between finalizers).
-   * Returns the number of distinct recipients.
+   * Returns the recipients ranked (SQLite counts an address named twice in the batch twice).
    */
   addToBoard(db: Db, batch: StoredBatch): Out<M, number>;
   /** Adds each recipient's points to received_history at finalizedAtMs. */

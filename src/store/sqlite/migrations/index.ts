@@ -17,6 +17,20 @@ const amount = (prefix: string) =>
   `${prefix}_w INTEGER NOT NULL DEFAULT 0 CHECK (typeof(${prefix}_w) = 'integer' AND ${prefix}_w >= 0),
    ${prefix}_f INTEGER NOT NULL DEFAULT 0 CHECK (typeof(${prefix}_f) = 'integer' AND ${prefix}_f >= 0 AND ${prefix}_f < 1000000000000)`;
 
+/**
+ * domain/leaderboard.ts rankBandOf of an entry's (q, w, f) triple (`row`: new or old in a
+ * trigger): its decimal digits × 100 plus its first two digits, read off the highest limb that is
+ * not zero (a one-digit limb takes its second digit from the next limb, zero-padded). No printf
+ * of the whole amount: this runs for every row a finalization ranks.
+ */
+const rankBand = (row: string) => {
+  const [q, w, f] = [`${row}.points_q`, `${row}.points_w`, `${row}.points_f`];
+  return `(CASE
+    WHEN ${q} > 0 THEN (length(${q}) + 30) * 100 + (CASE WHEN ${q} >= 10 THEN CAST(substr(${q}, 1, 2) AS INTEGER) ELSE ${q} * 10 + ${w} / 100000000000000000 END)
+    WHEN ${w} > 0 THEN (length(${w}) + 12) * 100 + (CASE WHEN ${w} >= 10 THEN CAST(substr(${w}, 1, 2) AS INTEGER) ELSE ${w} * 10 + ${f} / 100000000000 END)
+    ELSE length(${f}) * 100 + CAST(substr(${f}, 1, 2) AS INTEGER) END)`;
+};
+
 export const MIGRATIONS: Migration[] = [
   {
     version: 1,
@@ -380,7 +394,7 @@ export const MIGRATIONS: Migration[] = [
     // leaderboards.ts). Kept in each finalization's transaction: leaderboard_entries (the points a
     // contract's finalized transfers sent each address, indexed in board order), leaderboard_bands
     // (entries per rank band: a rank is a few hundred band rows plus one band's range, not a count
-    // of the board) and received_history (an address's receipts by time: its balance as of a
+    // of the board; kept by triggers on leaderboard_entries, per row, only when a band changes) and received_history (an address's receipts by time: its balance as of a
     // time is one range). Windows read the window's FINALIZED batches through batches_finalized and
     // their transfers. history_backfill lists the batches finalized before this migration: the
     // history job adds them in bounded steps (copying their seqs here is one pass over batches,
@@ -413,6 +427,16 @@ export const MIGRATIONS: Migration[] = [
         ${amount("amount")},
         PRIMARY KEY (address, point_type, finalized_at_ms, contract)
       ) WITHOUT ROWID;
+      CREATE TRIGGER leaderboard_bands_on_insert AFTER INSERT ON leaderboard_entries BEGIN
+        INSERT INTO leaderboard_bands (contract, point_type, band, entries) VALUES (new.contract, new.point_type, ${rankBand("new")}, 1)
+          ON CONFLICT (contract, point_type, band) DO UPDATE SET entries = entries + 1;
+      END;
+      CREATE TRIGGER leaderboard_bands_on_update AFTER UPDATE ON leaderboard_entries WHEN ${rankBand("old")} <> ${rankBand("new")} BEGIN
+        UPDATE leaderboard_bands SET entries = entries - 1
+          WHERE contract = old.contract AND point_type = old.point_type AND band = ${rankBand("old")};
+        INSERT INTO leaderboard_bands (contract, point_type, band, entries) VALUES (new.contract, new.point_type, ${rankBand("new")}, 1)
+          ON CONFLICT (contract, point_type, band) DO UPDATE SET entries = entries + 1;
+      END;
       CREATE TABLE history_backfill (seq INTEGER PRIMARY KEY);
       INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
       CREATE INDEX batches_finalized ON batches (contract, point_type, finalized_at_ms) WHERE status = 'FINALIZED';
