@@ -29,7 +29,12 @@ export const USAGE = `npm run bench -- [options]
   --cpu-prof DIR        write V8 CPU profiles of the server and both ceilings into DIR
   --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes
   --snapshot [--db sqlite|postgres] [--addresses N]
-                        only: a Merkle snapshot of N addresses (default 1,000,000), its time and peak RSS (bench/snapshot.ts)`;
+                        only: a Merkle snapshot of N addresses (default 1,000,000), its time and peak RSS (bench/snapshot.ts)
+  --leaderboards [--db sqlite|postgres] [--recipients N] [--transfers N] [--samples N] [--budget SECONDS] [--seed-only] [--keep FILE]
+                        only: seeds N recipients (default 1,000,000) and N finalized transfers (default 10,000,000)
+                        through the store over 60 days, then times board pages, ranks, balances asOf and a
+                        snapshot asOf (bench/leaderboards.ts); --samples per measure (default 1000), each
+                        measure stops after --budget seconds (default 60); --seed-only times the seeding alone; --keep FILE keeps the SQLite database`;
 
 function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
   if (raw === undefined) return fallback;
@@ -79,5 +84,47 @@ export function parseOptions(argv: string[]): BenchOptions | "help" {
       values["finalizer-batches-per-pass"] === undefined
         ? null
         : positiveInt("finalizer-batches-per-pass", values["finalizer-batches-per-pass"], 1),
+  };
+}
+
+export interface LeaderboardsOptions {
+  db: "sqlite" | "postgres";
+  recipients: number;
+  transfers: number;
+  /** Timed reads per measure, at most. */
+  samples: number;
+  /** Each measure stops taking samples after this long (a slow measure still reports what it took). */
+  budgetSec: number;
+  /** Only the seeding and its finalize rate: the paired run against code without leaderboards. */
+  seedOnly: boolean;
+  /** SQLite: seed into this file and keep it (for inspection), instead of a temporary one. */
+  keepFile: string | null;
+}
+
+export function parseLeaderboardsOptions(argv: string[]): LeaderboardsOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      leaderboards: { type: "boolean" },
+      db: { type: "string", default: "sqlite" },
+      recipients: { type: "string" },
+      transfers: { type: "string" },
+      samples: { type: "string" },
+      budget: { type: "string" },
+      "seed-only": { type: "boolean", default: false },
+      keep: { type: "string" },
+    },
+  });
+  if (values.db !== "sqlite" && values.db !== "postgres") throw new Error(`--db must be sqlite or postgres, got "${values.db}"`);
+  const recipients = positiveInt("recipients", values.recipients, 1_000_000, 2000);
+  const transfers = positiveInt("transfers", values.transfers, 10_000_000, recipients);
+  return {
+    db: values.db,
+    recipients,
+    transfers,
+    samples: positiveInt("samples", values.samples, 1000),
+    budgetSec: positiveInt("budget", values.budget, 60),
+    seedOnly: values["seed-only"] ?? false,
+    keepFile: values.keep ?? null,
   };
 }

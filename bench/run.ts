@@ -9,7 +9,8 @@ import { createBenchSchema } from "./postgres-schema.js";
 import { measureHttpCeiling, measureStorageCeiling } from "./ceilings.js";
 import { createApiKey, newOperator, registerAndCredit, signIn, type Operator } from "./client.js";
 import { startCluster } from "./cluster.js";
-import { parseOptions, USAGE, type BenchOptions } from "./options.js";
+import { runLeaderboardsBench } from "./leaderboards.js";
+import { parseLeaderboardsOptions, parseOptions, USAGE, type BenchOptions } from "./options.js";
 import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
 import { acceptPhase, balancePhase, drainPhase, halfRatePhase, mixedPhase, untilDue, type PhaseContext } from "./phases.js";
 import { CLI_PATH } from "./server-process.js";
@@ -244,6 +245,7 @@ function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
 
 async function main(): Promise<number> {
   if (process.argv.includes("--snapshot")) return runSnapshotBench(process.argv.slice(2));
+  if (process.argv.includes("--leaderboards")) return runLeaderboardsBench(parseLeaderboardsOptions(process.argv.slice(2)));
   const options = parseOptions(process.argv.slice(2));
   if (options === "help") {
     console.log(USAGE);
