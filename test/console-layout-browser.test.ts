@@ -34,7 +34,12 @@ import {
   prepareConsoleRun,
   recipient,
   warnWithoutChromium,
+  collectErrors,
+  layoutProblems,
 } from "./helpers/browser.js";
+
+/** What the layout check looks at on these screens (helpers/browser.ts layoutProblems). */
+const LAYOUT_SELECTORS = "td, th, button, input, select, dd, h1, h2, nav a, figure, .table-wrap";
 
 warnWithoutChromium("console layout browser tests");
 
@@ -144,20 +149,6 @@ afterAll(async () => {
   }
 });
 
-/** Console errors and uncaught page errors, collected from the page's start. */
-function collectErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on("console", (message) => {
-    if (message.type() === "error") errors.push(`console: ${message.text()} (${message.location().url})`);
-  });
-  page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
-  // Chromium's console line for a failed request does not say which: this names it.
-  page.on("response", (response) => {
-    if (response.status() >= 400) errors.push(`response: ${response.status()} ${response.request().method()} ${response.url()}`);
-  });
-  return errors;
-}
-
 /** A signed-in page: the wallet stand-in (EIP-6963 + EIP-1193 personal_sign) signs the challenge. */
 async function signedInPage(context: BrowserContext, target: Shell): Promise<{ page: Page; errors: string[] }> {
   await installTestWallet(context, operator);
@@ -175,49 +166,12 @@ async function go(page: Page, hash: string, heading: string | RegExp): Promise<v
   await page.getByRole("heading", { level: 1, name: heading }).waitFor({ timeout: WAIT_MS });
 }
 
-/**
- * What is wrong with the layout of the page as shown: the page wider than the window, a cell,
- * button, field or figure whose content is cut or that sticks out of the window, or an amount
- * broken over two lines. Elements not shown (closed dialogs and details, screen-reader-only
- * headers of tables shown as cards) are not looked at.
- */
-async function layoutProblems(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const problems: string[] = [];
-    const width = window.innerWidth;
-    if (document.documentElement.scrollWidth > width) {
-      problems.push(`page ${document.documentElement.scrollWidth} px wide in a ${width} px window`);
-    }
-    const hiddenHead = (el: Element) => {
-      const head = el.closest("thead");
-      return head !== null && getComputedStyle(head).position === "absolute";
-    };
-    const shown = (el: Element) =>
-      el.checkVisibility({ checkVisibilityCSS: true }) && el.closest("dialog:not([open]), .visually-hidden") === null && !hiddenHead(el);
-    const name = (el: Element) => `${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}"`;
-    for (const el of Array.from(document.querySelectorAll("td, th, button, input, select, dd, h1, h2, nav a, figure, .table-wrap"))) {
-      if (!shown(el)) continue;
-      if (el.closest(".skip")) continue;
-      const box = el.getBoundingClientRect();
-      if (el.scrollWidth > el.clientWidth + 1 && el.tagName !== "INPUT" && el.tagName !== "SELECT") {
-        problems.push(`${name(el)} clipped: content ${el.scrollWidth} px in ${el.clientWidth} px`);
-      }
-      if (box.left < -0.5 || box.right > width + 0.5) problems.push(`${name(el)} outside the window: ${box.left}–${box.right} px`);
-    }
-    for (const amount of Array.from(document.querySelectorAll(".amount"))) {
-      if (!amount.checkVisibility()) continue;
-      if (amount.getClientRects().length > 1) problems.push(`amount "${amount.textContent}" broken over lines`);
-    }
-    return problems;
-  });
-}
-
 /** Checks the screen at both widths, and takes its screenshots when asked. */
 async function checkScreen(page: Page, name: string, ready: () => Promise<unknown>): Promise<void> {
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 900 });
     await ready();
-    expect(await layoutProblems(page), `${name} at ${width} px`).toEqual([]);
+    expect(await layoutProblems(page, LAYOUT_SELECTORS, { amounts: true }), `${name} at ${width} px`).toEqual([]);
     if (TAKE_SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, `layout-${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -278,7 +232,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's layout, overview and webhooks in 
     expect(await menu.getAttribute("aria-expanded")).toBe("false");
     await menu.click();
     expect(await menu.getAttribute("aria-expanded")).toBe("true");
-    expect(await layoutProblems(page)).toEqual([]);
+    expect(await layoutProblems(page, LAYOUT_SELECTORS, { amounts: true })).toEqual([]);
     if (TAKE_SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, "layout-menu-open-390.png") });
     await page.keyboard.press("Escape");
     expect(await nav.isVisible()).toBe(false);
@@ -386,7 +340,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's layout, overview and webhooks in 
       expect(text).toContain("VALIDATION_FAILED");
       expect(text).toContain("WEBHOOK_ALLOW_PRIVATE_URLS");
       expect(await operatorClient(refusing).listWebhookEndpoints()).toEqual([]);
-      expect(await layoutProblems(other)).toEqual([]);
+      expect(await layoutProblems(other, LAYOUT_SELECTORS, { amounts: true })).toEqual([]);
       if (TAKE_SCREENSHOTS) await other.screenshot({ path: join(SCREENSHOTS, "layout-webhooks-refused-390.png"), fullPage: true });
     } finally {
       await refusingContext.close();

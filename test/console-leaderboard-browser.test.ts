@@ -36,7 +36,12 @@ import {
   prepareConsoleRun,
   recipient,
   warnWithoutChromium,
+  collectErrors,
+  layoutProblems,
 } from "./helpers/browser.js";
+
+/** What the layout check looks at on these screens (helpers/browser.ts layoutProblems). */
+const LAYOUT_SELECTORS = "td, th, button, input, select, dd, h1, h2, h3, p, nav a, .table-wrap, .card";
 
 warnWithoutChromium("console leaderboard browser tests");
 
@@ -124,55 +129,13 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Console errors and uncaught page errors, collected from the page's start. */
-function collectErrors(page: Page): string[] {
-  const errors: string[] = [];
-  page.on("console", (message) => {
-    if (message.type() === "error") errors.push(`console: ${message.text()} (${message.location().url})`);
-  });
-  page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
-  page.on("response", (response) => {
-    if (response.status() >= 400) errors.push(`response: ${response.status()} ${response.request().method()} ${response.url()}`);
-  });
-  return errors;
-}
-
-/** The page wider than the window, or a shown cell, button or field cut or outside the window. */
-async function layoutProblems(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const problems: string[] = [];
-    const width = window.innerWidth;
-    if (document.documentElement.scrollWidth > width) {
-      problems.push(`page ${document.documentElement.scrollWidth} px wide in a ${width} px window`);
-    }
-    const hiddenHead = (el: Element) => {
-      const head = el.closest("thead");
-      return head !== null && getComputedStyle(head).position === "absolute";
-    };
-    const shown = (el: Element) =>
-      el.checkVisibility({ checkVisibilityCSS: true }) &&
-      el.closest("dialog:not([open]), .visually-hidden, .skip") === null &&
-      !hiddenHead(el);
-    const name = (el: Element) => `${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}"`;
-    for (const el of Array.from(document.querySelectorAll("td, th, button, input, select, dd, h1, h2, h3, p, nav a, .table-wrap, .card"))) {
-      if (!shown(el)) continue;
-      const box = el.getBoundingClientRect();
-      if (el.scrollWidth > el.clientWidth + 1 && el.tagName !== "INPUT" && el.tagName !== "SELECT") {
-        problems.push(`${name(el)} clipped: content ${el.scrollWidth} px in ${el.clientWidth} px`);
-      }
-      if (box.left < -0.5 || box.right > width + 0.5) problems.push(`${name(el)} outside the window: ${box.left}–${box.right} px`);
-    }
-    return problems;
-  });
-}
-
 /** Checks the screen at both widths and takes its screenshots. */
 async function checkScreen(page: Page, name: string): Promise<void> {
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 900 });
     // The screenshot first: when the layout check fails, it shows what went wrong.
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
-    expect(await layoutProblems(page), `${name} at ${width} px`).toEqual([]);
+    expect(await layoutProblems(page, LAYOUT_SELECTORS), `${name} at ${width} px`).toEqual([]);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }

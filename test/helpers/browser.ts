@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type BrowserContext } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { getAddress } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 
@@ -82,4 +82,61 @@ export function prepareConsoleRun(): void {
 /** The i-th of a run of distinct, readable recipient addresses (0x…01, 0x…02, …), EIP-55. */
 export function recipient(i: number): string {
   return getAddress(`0x${(i + 1).toString(16).padStart(40, "0")}`);
+}
+
+/** Console errors, uncaught page errors and failed requests, collected from the page's start. */
+export function collectErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(`console: ${message.text()} (${message.location().url})`);
+  });
+  page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
+  // Chromium's console line for a failed request does not say which: this names it.
+  page.on("response", (response) => {
+    if (response.status() >= 400) errors.push(`response: ${response.status()} ${response.request().method()} ${response.url()}`);
+  });
+  return errors;
+}
+
+/**
+ * What is wrong with the page's layout at its window's width: the page wider than the window, a
+ * shown element of `selectors` whose content is cut or that lies outside the window, and with
+ * `amounts`, an `.amount` broken over lines. Hidden table heads (cards at 390 px), closed dialogs,
+ * visually hidden text and the skip link are not looked at.
+ */
+export async function layoutProblems(page: Page, selectors: string, options: { amounts?: boolean } = {}): Promise<string[]> {
+  return page.evaluate(
+    ({ selectors, amounts }) => {
+      const problems: string[] = [];
+      const width = window.innerWidth;
+      if (document.documentElement.scrollWidth > width) {
+        problems.push(`page ${document.documentElement.scrollWidth} px wide in a ${width} px window`);
+      }
+      const hiddenHead = (el: Element) => {
+        const head = el.closest("thead");
+        return head !== null && getComputedStyle(head).position === "absolute";
+      };
+      const shown = (el: Element) =>
+        el.checkVisibility({ checkVisibilityCSS: true }) &&
+        el.closest("dialog:not([open]), .visually-hidden, .skip") === null &&
+        !hiddenHead(el);
+      const name = (el: Element) => `${el.tagName.toLowerCase()} "${(el.textContent ?? "").trim().slice(0, 40)}"`;
+      for (const el of Array.from(document.querySelectorAll(selectors))) {
+        if (!shown(el)) continue;
+        const box = el.getBoundingClientRect();
+        if (el.scrollWidth > el.clientWidth + 1 && el.tagName !== "INPUT" && el.tagName !== "SELECT") {
+          problems.push(`${name(el)} clipped: content ${el.scrollWidth} px in ${el.clientWidth} px`);
+        }
+        if (box.left < -0.5 || box.right > width + 0.5) problems.push(`${name(el)} outside the window: ${box.left}–${box.right} px`);
+      }
+      if (amounts) {
+        for (const amount of Array.from(document.querySelectorAll(".amount"))) {
+          if (!amount.checkVisibility()) continue;
+          if (amount.getClientRects().length > 1) problems.push(`amount "${amount.textContent}" broken over lines`);
+        }
+      }
+      return problems;
+    },
+    { selectors, amounts: options.amounts ?? false },
+  );
 }
