@@ -6,15 +6,15 @@ import type { PointType } from "../../domain/batch.js";
 import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { validationFailed, type FieldError } from "../../domain/errors.js";
 import { ALL_TIME, BOARD_CURSOR, dayStartMs, rankPage, type BoardCursor, type DayWindow } from "../../domain/leaderboard.js";
-import { PAGE_LIMIT_DEFAULT, RATE_LIMIT_WINDOW_MS } from "../../domain/limits.js";
+import { PAGE_LIMIT_DEFAULT } from "../../domain/limits.js";
 import { dayMessage } from "../../domain/messages.js";
 import { formatPoints } from "../../domain/points.js";
 import { requireAddress } from "../../domain/validate.js";
-import { bearerTokenOf, secretsEqual } from "../../auth/tokens.js";
 import type { ApiKeyUses } from "../../auth/api-key-uses.js";
 import { declareScope } from "../access.js";
-import { authenticateContract, enforce, type AuthLimits } from "../auth.js";
+import { authenticateContract, type AuthLimits } from "../auth.js";
 import type { AppContext } from "../context.js";
+import { presentsAdminToken, publicReadLimit } from "../public-reads.js";
 import { requireHistory } from "../history.js";
 import {
   LeaderboardResponses,
@@ -158,22 +158,4 @@ function boardCursorOf(cursor: string, pointType: PointType, window: DayWindow):
     ]);
   }
   return position;
-}
-
-function presentsAdminToken(ctx: AppContext, request: FastifyRequest): boolean {
-  const token = bearerTokenOf(request.headers.authorization);
-  return ctx.config.adminToken !== null && token !== null && secretsEqual(token, ctx.config.adminToken);
-}
-
-/**
- * Without a token (PUBLIC_READS), each client address gets PUBLIC_READ_RATE_LIMIT_PER_MINUTE, as
- * on the other public reads (routes/snapshots.ts); the contract routes' budgets are per credential.
- */
-function publicReadLimit(scope: FastifyInstance, ctx: AppContext): (request: FastifyRequest) => Promise<void> {
-  const check = scope.createRateLimit({
-    max: ctx.config.publicReadRateLimitPerMinute,
-    timeWindow: RATE_LIMIT_WINDOW_MS,
-    keyGenerator: (request) => `public-read:${request.ip}`,
-  });
-  return (request) => enforce(check, request);
 }

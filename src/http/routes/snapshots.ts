@@ -2,15 +2,14 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ApiError, notFound, validationFailed } from "../../domain/errors.js";
-import { RATE_LIMIT_WINDOW_MS } from "../../domain/limits.js";
 import { alreadyExistsMessage, emptySnapshotMessage, noSnapshotMessage } from "../../domain/messages.js";
 import { asOfProblem, SNAPSHOT_DECIMALS_DEFAULT, snapshotJson } from "../../domain/snapshot.js";
 import { zonedTimeMs } from "../../domain/times.js";
 import { requireAddress } from "../../domain/validate.js";
 import { snapshotProof, takeSnapshot, treeDumpText } from "../../snapshots/snapshots.js";
-import { bearerTokenOf, secretsEqual } from "../../auth/tokens.js";
-import { authenticateAdmin, enforce, type AuthLimits } from "../auth.js";
+import { authenticateAdmin, type AuthLimits } from "../auth.js";
 import type { AppContext } from "../context.js";
+import { presentsAdminToken, publicReadLimit } from "../public-reads.js";
 import { ExportResponses, SnapshotParams, SnapshotProofParams, responses, snapshotBodySchema } from "../schemas.js";
 import { addressBalancesRoute } from "./transfers.js";
 import { actorOf } from "../auth.js";
@@ -83,26 +82,6 @@ export function publicReadRoutes(scope: FastifyInstance, ctx: AppContext, limits
   });
   addressBalancesRoute(scope, ctx);
   snapshotReadRoutes(scope, ctx);
-}
-
-/**
- * With PUBLIC_READS, anyone may read, so each client address gets a budget like the contract routes
- * (PUBLIC_READ_RATE_LIMIT_PER_MINUTE): one client made 3,000 proof lookups in 1.9 s and took an
- * operator's balance reads from p99 2 to 37 ms (issue 19). The admin token skips it, as on the admin
- * routes.
- */
-function publicReadLimit(scope: FastifyInstance, ctx: AppContext): (request: FastifyRequest) => Promise<void> {
-  const check = scope.createRateLimit({
-    max: ctx.config.publicReadRateLimitPerMinute,
-    timeWindow: RATE_LIMIT_WINDOW_MS,
-    keyGenerator: (request) => `public-read:${request.ip}`,
-  });
-  return (request) => enforce(check, request);
-}
-
-function presentsAdminToken(ctx: AppContext, request: FastifyRequest): boolean {
-  const token = bearerTokenOf(request.headers.authorization);
-  return ctx.config.adminToken !== null && token !== null && secretsEqual(token, ctx.config.adminToken);
 }
 
 function snapshotReadRoutes(fastify: FastifyInstance, ctx: AppContext): void {
