@@ -562,6 +562,15 @@ describe.each(backends)("while history is being built (%s)", (_name, open, skip)
         expect(expectError(response, 503, "UNAVAILABLE").message).toMatch(/history is being built/);
         expect(Number(response.headers["retry-after"])).toBeGreaterThan(0);
       }
+      // A snapshot asOf a time would miss those batches' receipts too.
+      const past = new Date(h.clock.now() - 120_000).toISOString();
+      const snapshot = await h.send({
+        method: "PUT",
+        url: "/v1/admin/snapshots/while-building",
+        token: h.adminToken,
+        body: { pointType: "PHASE2_POINTS", asOf: past },
+      });
+      expect(expectError(snapshot, 503, "UNAVAILABLE").message).toMatch(/history is being built/);
       // Balances without asOf never wait for history.
       expect((await h.send({ method: "GET", url: `/v1/contracts/${ledger.contract}/point-balances`, token: ledger.token })).status).toBe(
         200,

@@ -218,3 +218,6 @@ export const HISTORY_BACKFILL_INTERVAL_MS = 60_000;
  * whenever it is taken.
  */
 export const SNAPSHOT_AS_OF_MIN_AGE_MS = 60_000;
+
+/** How long a client waits before asking again while history is being built (503 on boards and `asOf`). */
+export const HISTORY_BUILDING_RETRY_AFTER_SECONDS = 10;

@@ -153,3 +153,8 @@ export function inputMessage(kind: InputKind, value: unknown, maxItems = 0): str
       return zonedTimeMessage(value);
   }
 }
+
+/** 503 on leaderboards and `asOf` reads while the history job adds the batches finalized before history was kept. */
+export function historyBuildingMessage(batchesLeft: number): string {
+  return `history is being built (batches finalized before this version are being added to the leaderboards and balance history; ${batchesLeft} left); retry shortly`;
+}

@@ -23,6 +23,7 @@ import {
 } from "../domain/snapshot.js";
 import type { LeaderboardsStore } from "../store/ports/leaderboards.js";
 import { SnapshotBuildAbandonedError, type NewSnapshot, type SnapshotCreateResult, type SnapshotsStore } from "../store/ports/snapshots.js";
+import { requireHistory } from "../store/history-ready.js";
 
 /**
  * Taking a snapshot (docs/api.md, Snapshots): one consistent read of the holdings (the store's job),
@@ -63,12 +64,7 @@ export async function takeSnapshot(
   if (existing) return { kind: "exists", snapshot: existing, matchesRequest: snapshotMatchesRequest(existing, request) };
   if (building >= MAX_SNAPSHOTS_BUILDING)
     throw unavailable("another snapshot is being taken; retry when it is done", SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS);
-  if (request.asOfMs !== null && (await store.historyBackfillRemaining()) > 0) {
-    throw unavailable(
-      "history is still being filled in for batches finalized before this version; retry shortly",
-      SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS,
-    );
-  }
+  if (request.asOfMs !== null) await requireHistory(store);
   building += 1;
   try {
     const takenAtMs = nowMs();
