@@ -14,6 +14,7 @@ import type { LedgerStore } from "../src/store/store.js";
 import type { LeaderboardsOptions } from "./options.js";
 import { createBenchSchema } from "./postgres-schema.js";
 import { quantile, round } from "./stats.js";
+import { generator } from "./payload.js";
 
 /**
  * `npm run bench -- --leaderboards`: the leaderboards and history targets (docs/performance.md,
@@ -56,18 +57,6 @@ const mb = (bytes: number) => Math.round(bytes / 1048576);
 
 type Store = LedgerStore & Partial<LeaderboardsStore & HistoryStore>;
 
-/** mulberry32: the same recipients and amounts on every run, so runs compare. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Recipient i's address: a scrambled 8-digit prefix (so board order is not index order), then i + 1. */
 const prefixOf = (i: number) => Math.imul(i + 1, 2654435761) >>> 0;
 const addressOf = (i: number) => `0x${prefixOf(i).toString(16).padStart(8, "0")}${(i + 1).toString(16).padStart(32, "0")}` as AddressKey;
@@ -106,7 +95,7 @@ function planner(options: LeaderboardsOptions, batches: number) {
   const coverBatches = Math.ceil(n / TRANSFERS_PER_BATCH);
   const stride = Math.max(1, Math.floor(batches / coverBatches));
   let covered = 0;
-  const random = rng(RNG_SEED);
+  const random = generator(RNG_SEED);
   return (k: number, count: number): { start: number; units: bigint[] } => {
     let start: number;
     if (k % stride === 0 && covered < coverBatches) start = TRANSFERS_PER_BATCH * covered++;
@@ -432,7 +421,7 @@ async function readMeasures(store: Store, contract: AddressKey, options: Leaderb
     log("this build's store has no readBoard/getBalancesAsOf: reads skipped");
     return { skipped: "the store has no leaderboards or history reads in this build" };
   }
-  const ctx: ReadContext = { store: store as Store & LeaderboardsStore, contract, options, random: rng(RNG_SEED + 1) };
+  const ctx: ReadContext = { store: store as Store & LeaderboardsStore, contract, options, random: generator(RNG_SEED + 1) };
   log("expected boards from the tally");
   const allTime = expectedBoard(tally.allTime);
   const window = expectedBoard(tally.window);

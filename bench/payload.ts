@@ -20,7 +20,7 @@ export interface TransferJson {
 }
 
 /** mulberry32: a tiny seeded generator; quality is ample for test data. */
-function generator(seed: number): () => number {
+export function generator(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

@@ -15,6 +15,7 @@ import { takeSnapshot, type TakeResult } from "../src/snapshots/snapshots.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { availableIn, HistoryModel, type ModelBalance } from "./helpers/history-model.js";
 import { randomAddress } from "./helpers/postgres.js";
+import { mulberry32 } from "./helpers/fault-proxy.js";
 
 export interface HistoryFixture {
   store: LedgerStore;
@@ -29,18 +30,6 @@ const STEPS = 160;
 const SNAPSHOT_STEP = 90;
 const ALL_ZERO = { earnedCumulative: 0n, receivedCumulative: 0n, finalizedSentCumulative: 0n, pendingSent: 0n };
 const START_MS = Date.UTC(2026, 0, 4, 12); // a Sunday noon: any fixed time works
-
-/** mulberry32: a seeded generator, so a failing run can be replayed from its seed. */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Run {
   model: HistoryModel;
@@ -87,7 +76,7 @@ async function leavesOf(store: LedgerStore, snapshotId: string): Promise<string[
 
 /** The random run: returns the model and what was recorded along the way. */
 async function randomRun(store: LedgerStore, seed: number): Promise<Run> {
-  const random = generator(seed);
+  const random = mulberry32(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const model = new HistoryModel();
   const people = Array.from({ length: 7 }, () => randomAddress());

@@ -8,6 +8,7 @@ import { UNITS_PER_POINT } from "../src/domain/points.js";
 import { HistoryBackfillJob } from "../src/worker/history-backfill.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { LeaderboardModel, type ModelStanding } from "./helpers/leaderboard-model.js";
+import { mulberry32 } from "./helpers/fault-proxy.js";
 
 /**
  * The leaderboards over a real database (test/leaderboards-sqlite.test.ts,
@@ -70,14 +71,8 @@ export function randomAddress(): AddressKey {
 
 /** A small seeded generator: a failing run can be replayed from the seed it prints. */
 function generator(seed: number): (below: number) => number {
-  let state = seed >>> 0;
-  return (below) => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * below);
-  };
+  const next = mulberry32(seed);
+  return (below) => Math.floor(next() * below);
 }
 
 function dayOf(ms: number): string {
