@@ -38,15 +38,13 @@ describe("rank bands", () => {
     const db = new Database(":memory:");
     db.defaultSafeIntegers(true);
     for (const migration of MIGRATIONS) db.exec(migration.sql);
-    const contract = "0x" + "c".repeat(40);
-    const insert = db.prepare(
-      "INSERT INTO leaderboard_entries (contract, point_type, address, points_q, points_w, points_f) VALUES (?, 'P', ?, ?, ?, ?)",
-    );
+    const insert = db.prepare("INSERT INTO board_entries (board, address, points_q, points_w, points_f) VALUES (1, ?, ?, ?, ?)");
+    const addressOf = (i: number) => Buffer.from(i.toString(16).padStart(40, "0"), "hex");
     const all = amounts();
-    all.forEach((units, i) => insert.run(contract, `a${i}`, ...toTriple(units)));
+    all.forEach((units, i) => insert.run(addressOf(i), ...toTriple(units)));
     const bands = () =>
       new Map(
-        (db.prepare("SELECT band, entries FROM leaderboard_bands WHERE entries > 0").raw(true).all() as [bigint, bigint][]).map(
+        (db.prepare("SELECT band, entries FROM board_bands WHERE entries > 0").raw(true).all() as [bigint, bigint][]).map(
           ([band, entries]) => [Number(band), Number(entries)],
         ),
       );
@@ -57,9 +55,9 @@ describe("rank bands", () => {
     };
     expect(bands()).toEqual(expected(all));
     // Every entry grows past the next power of ten: each moves band, the counts follow.
-    const update = db.prepare("UPDATE leaderboard_entries SET points_q = ?, points_w = ?, points_f = ? WHERE address = ?");
+    const update = db.prepare("UPDATE board_entries SET points_q = ?, points_w = ?, points_f = ? WHERE address = ?");
     const grown = all.map((units) => units * 10n + 3n);
-    grown.forEach((units, i) => update.run(...toTriple(units), `a${i}`));
+    grown.forEach((units, i) => update.run(...toTriple(units), addressOf(i)));
     expect(bands()).toEqual(expected(grown));
   });
 

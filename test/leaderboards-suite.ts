@@ -376,7 +376,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
         if (transfers.length === 0) transfers.push({ toAddress: recipients[0]!, amount: UNITS_PER_POINT });
         const contract = contracts[i % 2]!;
         const pointType = POINT_TYPES[i % 3 === 0 ? 1 : 0]!;
-        // Two batches of one contract finalized in the same millisecond (received_history adds them up).
+        // Two batches of one contract finalized in the same millisecond (received_daily adds them up).
         const finalizedAtMs = status === "FINALIZED" ? (i === 4 ? T0 + 2 * 5 * HOUR_MS + HOUR_MS : createdAtMs + HOUR_MS) : null;
         // A batch left PENDING is not due before the test ends (it is no one's to finalize here).
         const finalizeAtMs = status === "PENDING" ? T0 + 365 * DAY_MS : createdAtMs + HOUR_MS;

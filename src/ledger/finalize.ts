@@ -98,7 +98,7 @@ function* finalizeOne<Db>(ports: LedgerPorts<Db>, db: Db, seq: string, nowMs: nu
     accounts === stored.transferCount + 1,
     `batch ${stored.batchId} has ${accounts - 1} stored transfers: settled ${accounts} accounts for ${stored.transferCount} transfers`,
   );
-  // The boards and received_history, in the same transaction: they show exactly the finalized batches.
+  // The boards and received_daily, in the same transaction: they show exactly the finalized batches.
   yield* recordFinalizedBatch(ports, db, stored, nowMs);
   yield* io(ports.events.appendEvents(db, transition.events));
   return {

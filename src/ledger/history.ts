@@ -5,7 +5,7 @@ import { inTransaction, io, type Flow } from "./flow.js";
 
 /**
  * Leaderboards and history (src/store/ports/leaderboards.ts), kept by the flows: a FINALIZED
- * batch is added to its contract's board and to its recipients' received_history in the
+ * batch is added to its contract's board and to its recipients' received_daily in the
  * transaction that finalizes it (finalize.ts finalizeOne, right after the settlement), so a board
  * never shows a batch that did not finalize, nor misses one that did.
  */

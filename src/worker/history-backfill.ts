@@ -11,7 +11,7 @@ import {
 
 /**
  * Adds the batches that were FINALIZED before history existed (history_backfill, migration SQLite
- * 14 / PostgreSQL 12) to the boards and received_history, in bounded steps sized to
+ * 14 / PostgreSQL 12, listed again by SQLite 15 / PostgreSQL 13) to the boards and received_daily, in bounded steps sized to
  * HISTORY_BACKFILL_STEP_TARGET_MS, yielding to the event loop between them; goes on while a step
  * is full, at most `maxSteps` steps. Returns how many it added, and whether it stopped at that bound.
  */

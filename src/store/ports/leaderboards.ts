@@ -9,13 +9,18 @@ import type { Io, Out } from "./io.js";
  * Leaderboards and history (API.md "Leaderboards and history", `asOf` under Snapshots).
  *
  * Kept in the transaction of the finalization that changes them (src/ledger/history.ts, called by
- * src/ledger/finalize.ts), on both databases:
- * - leaderboard_entries: per (contract, point type, address) the points the contract's finalized
+ * src/ledger/finalize.ts), on both databases, in rows kept small because a finalization writes
+ * one of each per transfer and its commit writes every page it touched (SQLite migration 15 /
+ * PostgreSQL 13):
+ * - boards: an integer per (contract, point type);
+ * - board_entries: per (board, address as its 20 bytes) the points the contract's finalized
  *   transfers sent it, with an index in board order (points desc, address);
- * - leaderboard_bands: per (contract, point type, rank band) how many entries it holds
- *   (domain/leaderboard.ts rankBandOf), so a rank or `participants` never counts the whole board;
- * - received_history: per (address, point type, finalizedAtMs, contract) the points received,
- *   so an address's receivedCumulative as of a time is one index range.
+ * - board_bands: per (board, rank band) how many entries it holds (domain/leaderboard.ts
+ *   rankBandOf), so a rank or `participants` never counts the whole board;
+ * - received_daily: per (address, point type, UTC day, contract) the points received that day, in
+ *   place, with the day's first and last receipt times. An address's receivedCumulative as of a
+ *   time is its days whose last receipt was by then, plus, for the one day that straddles the
+ *   time (first ≤ asOf < last), its transfers in that day's batches of the contract up to then.
  * Windows are read from the FINALIZED batches of the window (batches_finalized index) and their
  * transfers: nothing more is written per transfer for them.
  * history_backfill lists the batches that were FINALIZED before these tables existed; the
@@ -84,12 +89,12 @@ export interface HistoryStore {
 export interface LeaderboardsPort<Db, out M extends Io = Io> {
   /**
    * Adds the batch's transfers (summed per recipient) to its contract's board: the bands of the
-   * recipients' old amounts lose them, leaderboard_entries grows, the bands of the new amounts
+   * recipients' old amounts lose them, board_entries grows, the bands of the new amounts
    * gain them. Rows are touched in address order (PostgreSQL: no deadlock between finalizers).
    * Returns the recipients ranked (SQLite counts an address named twice in the batch twice).
    */
   addToBoard(db: Db, batch: StoredBatch): Out<M, number>;
-  /** Adds each recipient's points to received_history at finalizedAtMs. */
+  /** Adds each recipient's points to its received_daily row of finalizedAtMs's UTC day (first and last times widened to it). */
   addReceipts(db: Db, batch: StoredBatch, finalizedAtMs: number): Out<M, void>;
   /**
    * Takes up to `limit` batches off history_backfill (deleted in this transaction; PostgreSQL:

@@ -6,12 +6,12 @@ import { fromTriple, statement, type SqliteDb } from "./db.js";
 
 /**
  * Balances as they stood at a time (API.md "Leaderboards and history", `asOf`), read from the
- * rows that carry their own times: credits (created_at_ms), received_history (finalized_at_ms)
- * and the address's own batches (created, cancelled, finalized).
+ * rows that carry their own times: credits (created_at_ms), received_daily (per UTC day, with its
+ * first and last receipt times) and the address's own batches (created, cancelled, finalized).
  *
  * Each read is one index range of addresses: one address (`= ?`, which lets batches_listing
  * (contract, created_at_ms, seq) bound the creation time too) or a snapshot page's (after, through]
- * (`BETWEEN`, the previous page's last address dropped). credits and received_history are read by
+ * (`BETWEEN`, the previous page's last address dropped). credits and received_daily are read by
  * their address-first keys.
  *
  * Sums are exact. SQLite's sum() of 64-bit integers stops with an overflow error, so received
@@ -33,9 +33,22 @@ const LIMB_SUMS = (w: string, f: string) =>
 const creditsSql = (range: Range["kind"]) =>
   `SELECT address, point_type, amount_units FROM credits WHERE ${RANGE_SQL[range]("address")} AND created_at_ms <= @asOf`;
 
+// received_daily: the days whose last receipt was by then count whole; a day whose receipts
+// straddle the time (first ≤ asOf < last: only asOf's own day can) is read from that day's
+// batches of its contract (partialReceiptsSql).
 const receiptsSql = (range: Range["kind"]) =>
   `SELECT address, point_type, sum(amount_q) AS q, ${LIMB_SUMS("amount_w", "amount_f")}
-   FROM received_history WHERE ${RANGE_SQL[range]("address")} AND finalized_at_ms <= @asOf GROUP BY address, point_type`;
+   FROM received_daily WHERE ${RANGE_SQL[range]("address")} AND last_at_ms <= @asOf GROUP BY address, point_type`;
+
+const straddlingDaysSql = (range: Range["kind"]) =>
+  `SELECT address, point_type, contract, first_at_ms FROM received_daily
+   WHERE ${RANGE_SQL[range]("address")} AND first_at_ms <= @asOf AND last_at_ms > @asOf`;
+
+/** One straddling day: the address's transfers in its contract's batches finalized from the day's first receipt to asOf. */
+const PARTIAL_RECEIPTS_SQL = `SELECT ${LIMB_SUMS("t.amount_w", "t.amount_f")}
+   FROM batches b INDEXED BY batches_finalized JOIN transfers t ON t.seq = b.seq
+   WHERE b.contract = @contract AND b.point_type = @pointType AND b.status = 'FINALIZED'
+     AND b.finalized_at_ms BETWEEN @first AND @asOf AND t.to_address = @address`;
 
 // A batch created by then is finalized (F), cancelled (C) or still pending (P) as of then.
 // INDEXED BY: the partial indexes that also lead with contract hold only some batches.
@@ -49,16 +62,17 @@ const sentSql = (range: Range["kind"]) =>
 interface LimbSums {
   address: string;
   point_type: string;
-  wh: bigint;
-  wl: bigint;
-  fh: bigint;
-  fl: bigint;
+  wh: bigint | null;
+  wl: bigint | null;
+  fh: bigint | null;
+  fl: bigint | null;
 }
 
 /** Units of the limb sums (see LIMB_SUMS), with `q` 10^18-point limbs. */
 function unitsOf(row: LimbSums, q: bigint = 0n): bigint {
-  const whole = row.wh * 1_000_000_000n + row.wl;
-  const fraction = row.fh * 1_000_000n + row.fl;
+  // sum() over no rows is NULL.
+  const whole = (row.wh ?? 0n) * 1_000_000_000n + (row.wl ?? 0n);
+  const fraction = (row.fh ?? 0n) * 1_000_000n + (row.fl ?? 0n);
   return fromTriple(q, whole, fraction);
 }
 
@@ -78,6 +92,22 @@ function balancesInRange(db: SqliteDb, pointTypes: ReadonlySet<string>, range: R
   }
   for (const row of statement(db, receiptsSql(range.kind)).all(params) as (LimbSums & { q: bigint })[]) {
     add(row.address, row.point_type, "receivedCumulative", unitsOf(row, row.q));
+  }
+  const straddling = statement(db, straddlingDaysSql(range.kind)).all(params) as {
+    address: string;
+    point_type: string;
+    contract: string;
+    first_at_ms: bigint;
+  }[];
+  for (const day of straddling) {
+    const sums = statement(db, PARTIAL_RECEIPTS_SQL).get({
+      contract: day.contract,
+      pointType: day.point_type,
+      first: day.first_at_ms,
+      asOf: asOfMs,
+      address: day.address,
+    }) as LimbSums;
+    add(day.address, day.point_type, "receivedCumulative", unitsOf({ ...sums, address: day.address, point_type: day.point_type }));
   }
   for (const row of statement(db, sentSql(range.kind)).all(params) as (LimbSums & { state: "F" | "C" | "P" })[]) {
     if (row.state === "F") add(row.address, row.point_type, "finalizedSentCumulative", unitsOf(row));

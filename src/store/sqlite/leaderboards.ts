@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { bandUpperUnits, DAY_MS, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
 import type { StoredBatch } from "../ports/batches.js";
 import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
@@ -9,7 +9,7 @@ import type { BatchRow } from "./batches.js";
 import { fromPair, fromTriple, statement, toNumber, toTriple, type SqliteDb } from "./db.js";
 
 /**
- * The leaderboards and received_history (../ports/leaderboards.ts) over SQLite. Amounts are the
+ * The leaderboards and received_daily (../ports/leaderboards.ts) over SQLite. Amounts are the
  * schema's (q, w, f) triples, added with carries as accounts.ts adds receivedCumulative. Every
  * write is one set-based statement over the batch's transfers (`transfers WHERE seq = ?`).
  */
@@ -31,30 +31,61 @@ function carriedSet(prefix: string): string {
 }
 
 /**
+ * The board's integer key (boards), created with its first entry. Entries, the ranking index and
+ * the bands are keyed by it and by the address's 20 bytes, not by the contract and address as
+ * text: rows a third the size, so a finalization dirties (and its commit writes) a third of the
+ * pages (migrations/index.ts, version 15).
+ */
+function boardId(db: SqliteDb, contract: AddressKey, pointType: PointType, create: boolean): bigint | null {
+  if (create) statement(db, "INSERT INTO boards (contract, point_type) VALUES (?, ?) ON CONFLICT DO NOTHING").run(contract, pointType);
+  const board = statement(db, "SELECT board FROM boards WHERE contract = ? AND point_type = ?").pluck().get(contract, pointType);
+  return board === undefined ? null : BigInt(board as bigint);
+}
+
+/** An address's key in board_entries: its 20 bytes. */
+function addressBytes(address: string): Buffer {
+  return Buffer.from(address.slice(2), "hex");
+}
+
+/** board_entries.address back as the service's address key (0x and lowercase hex). */
+const ADDRESS_TEXT = "'0x' || lower(hex(address))";
+
+/**
  * The batch's transfers on its contract's board, in one upsert; the bands follow through the
- * schema's triggers on leaderboard_entries (migrations/index.ts, version 14), which move an entry
+ * schema's triggers on board_entries (migrations/index.ts, version 15), which move an entry
  * from its old band to its new one only when the band changes: per row inside the statement,
  * instead of two more statements that looked every recipient up again (measured: 2 µs a
  * transfer for the triggers, 4 µs for the statements). Returns the rows ranked (an address named
  * twice counts twice).
  */
 function addToBoard(db: SqliteDb, batch: StoredBatch): number {
+  const board = boardId(db, batch.contract, batch.pointType, true);
   return statement(
     db,
-    `INSERT INTO leaderboard_entries (contract, point_type, address, points_w, points_f)
-     SELECT @contract, @pointType, address, w, f FROM (${TRANSFERS_SQL}) WHERE true
-     ON CONFLICT (contract, point_type, address) DO UPDATE SET ${carriedSet("points")}`,
-  ).run({ seq: BigInt(batch.seq), contract: batch.contract, pointType: batch.pointType }).changes;
+    `INSERT INTO board_entries (board, address, points_w, points_f)
+     SELECT @board, unhex(substr(address, 3)), w, f FROM (${TRANSFERS_SQL}) WHERE true
+     ON CONFLICT (board, address) DO UPDATE SET ${carriedSet("points")}`,
+  ).run({ seq: BigInt(batch.seq), board }).changes;
 }
 
-/** Each recipient's sum into received_history at finalizedAtMs (a second batch of the contract in the same ms adds up). */
+/**
+ * Each recipient's receipt into received_daily: its row of (point type, UTC day of finalizedAtMs,
+ * contract) grows in place, and its first and last receipt times widen to take finalizedAtMs.
+ */
 function addReceipts(db: SqliteDb, batch: StoredBatch, finalizedAtMs: number): void {
   statement(
     db,
-    `INSERT INTO received_history (address, point_type, finalized_at_ms, contract, amount_w, amount_f)
-     SELECT address, @pointType, @finalizedAtMs, @contract, w, f FROM (${TRANSFERS_SQL}) WHERE true
-     ON CONFLICT (address, point_type, finalized_at_ms, contract) DO UPDATE SET ${carriedSet("amount")}`,
-  ).run({ seq: BigInt(batch.seq), contract: batch.contract, pointType: batch.pointType, finalizedAtMs });
+    `INSERT INTO received_daily (address, point_type, day_ms, contract, first_at_ms, last_at_ms, amount_w, amount_f)
+     SELECT address, @pointType, @dayMs, @contract, @at, @at, w, f FROM (${TRANSFERS_SQL}) WHERE true
+     ON CONFLICT (address, point_type, day_ms, contract) DO UPDATE SET ${carriedSet("amount")},
+       first_at_ms = min(first_at_ms, excluded.first_at_ms), last_at_ms = max(last_at_ms, excluded.last_at_ms)`,
+  ).run({
+    seq: BigInt(batch.seq),
+    contract: batch.contract,
+    pointType: batch.pointType,
+    dayMs: finalizedAtMs - (((finalizedAtMs % DAY_MS) + DAY_MS) % DAY_MS),
+    at: finalizedAtMs,
+  });
 }
 
 /** Up to `limit` batches off history_backfill, oldest first, deleted in this transaction. */
@@ -82,44 +113,40 @@ function entryRows(rows: [string, bigint, bigint, bigint][]): BoardRow[] {
   return rows.map(([address, q, w, f]) => ({ address: address as AddressKey, units: fromTriple(q, w, f) }));
 }
 
-function participantsOf(db: SqliteDb, contract: AddressKey, pointType: PointType): number {
-  return toNumber(
-    statement(db, "SELECT coalesce(sum(entries), 0) FROM leaderboard_bands WHERE contract = ? AND point_type = ?")
-      .pluck()
-      .get(contract, pointType),
-  );
+function participantsOf(db: SqliteDb, board: bigint | null): number {
+  if (board === null) return 0;
+  return toNumber(statement(db, "SELECT coalesce(sum(entries), 0) FROM board_bands WHERE board = ?").pluck().get(board));
 }
 
 /**
  * All time: the ranking index read from where the page starts. Past a cursor, the rest of its
  * amount's tie (address after it) then the amounts below: two index ranges, never a sort.
  */
-function readAllTimeRows(db: SqliteDb, query: BoardQuery, limit: number): BoardRow[] {
-  const board = { contract: query.contract, pointType: query.pointType, limit };
-  const where = "contract = @contract AND point_type = @pointType";
+function readAllTimeRows(db: SqliteDb, board: bigint | null, query: BoardQuery, limit: number): BoardRow[] {
+  if (board === null) return [];
+  const select = `SELECT ${ADDRESS_TEXT}, points_q, points_w, points_f FROM board_entries`;
   if (query.after === null) {
-    const rows = statement(
-      db,
-      `SELECT address, points_q, points_w, points_f FROM leaderboard_entries WHERE ${where} ORDER BY ${ENTRY_ORDER} LIMIT @limit`,
-    )
-      .raw(true)
-      .all(board) as [string, bigint, bigint, bigint][];
+    const rows = statement(db, `${select} WHERE board = @board ORDER BY ${ENTRY_ORDER} LIMIT @limit`).raw(true).all({ board, limit }) as [
+      string,
+      bigint,
+      bigint,
+      bigint,
+    ][];
     return entryRows(rows);
   }
   const [q, w, f] = toTriple(query.after.units);
-  const at = { ...board, q, w, f, address: query.after.address };
+  const at = { board, limit, q, w, f, address: addressBytes(query.after.address) };
   const tie = statement(
     db,
-    `SELECT address, points_q, points_w, points_f FROM leaderboard_entries
-     WHERE ${where} AND points_q = @q AND points_w = @w AND points_f = @f AND address > @address ORDER BY address LIMIT @limit`,
+    `${select} WHERE board = @board AND points_q = @q AND points_w = @w AND points_f = @f AND address > @address
+     ORDER BY address LIMIT @limit`,
   )
     .raw(true)
     .all(at) as [string, bigint, bigint, bigint][];
   if (tie.length >= limit) return entryRows(tie);
   const below = statement(
     db,
-    `SELECT address, points_q, points_w, points_f FROM leaderboard_entries
-     WHERE ${where} AND (points_q, points_w, points_f) < (@q, @w, @f) ORDER BY ${ENTRY_ORDER} LIMIT @limit`,
+    `${select} WHERE board = @board AND (points_q, points_w, points_f) < (@q, @w, @f) ORDER BY ${ENTRY_ORDER} LIMIT @limit`,
   )
     .raw(true)
     .all({ ...at, limit: limit - tie.length }) as [string, bigint, bigint, bigint][];
@@ -199,8 +226,9 @@ function windowParticipants(db: SqliteDb, contract: AddressKey, pointType: Point
 function readBoard(db: SqliteDb, query: BoardQuery): BoardPage {
   return db.transaction(() => {
     if (isAllTime(query.window)) {
-      const rows = readAllTimeRows(db, query, query.limit + 1);
-      return { participants: participantsOf(db, query.contract, query.pointType), ...pageOf(rows, query.limit) };
+      const board = boardId(db, query.contract, query.pointType, false);
+      const rows = readAllTimeRows(db, board, query, query.limit + 1);
+      return { participants: participantsOf(db, board), ...pageOf(rows, query.limit) };
     }
     const { participants, rows } = readWindowBoard(db, query, query.limit + 1);
     return { participants, ...pageOf(rows, query.limit) };
@@ -216,31 +244,30 @@ function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: bool
  * entries inside its band with more (one range of the ranking index, bounded by bandUpperUnits).
  */
 function readAllTimeStanding(db: SqliteDb, contract: AddressKey, pointType: PointType, address: AddressKey): BoardStanding {
-  const participants = participantsOf(db, contract, pointType);
-  const entry = statement(
-    db,
-    "SELECT points_q, points_w, points_f FROM leaderboard_entries WHERE contract = ? AND point_type = ? AND address = ?",
-  )
-    .raw(true)
-    .get(contract, pointType, address) as [bigint, bigint, bigint] | undefined;
+  const board = boardId(db, contract, pointType, false);
+  const participants = participantsOf(db, board);
+  const entry =
+    board === null
+      ? undefined
+      : (statement(db, "SELECT points_q, points_w, points_f FROM board_entries WHERE board = ? AND address = ?")
+          .raw(true)
+          .get(board, addressBytes(address)) as [bigint, bigint, bigint] | undefined);
   const units = entry ? fromTriple(...entry) : 0n;
   if (units === 0n) return { units, ahead: participants, participants };
   const band = rankBandOf(units);
   const aboveBands = toNumber(
-    statement(db, "SELECT coalesce(sum(entries), 0) FROM leaderboard_bands WHERE contract = ? AND point_type = ? AND band > ?")
-      .pluck()
-      .get(contract, pointType, band),
+    statement(db, "SELECT coalesce(sum(entries), 0) FROM board_bands WHERE board = ? AND band > ?").pluck().get(board, band),
   );
   const [q, w, f] = toTriple(units);
   const [uq, uw, uf] = toTriple(bandUpperUnits(band));
   const insideBand = toNumber(
     statement(
       db,
-      `SELECT count(*) FROM leaderboard_entries WHERE contract = @contract AND point_type = @pointType
+      `SELECT count(*) FROM board_entries WHERE board = @board
          AND (points_q, points_w, points_f) > (@q, @w, @f) AND (points_q, points_w, points_f) < (@uq, @uw, @uf)`,
     )
       .pluck()
-      .get({ contract, pointType, q, w, f, uq, uw, uf }),
+      .get({ board, q, w, f, uq, uw, uf }),
   );
   return { units, ahead: aboveBands + insideBand, participants };
 }

@@ -3,7 +3,7 @@ import { availableOf, type Violation } from "../store.js";
 import { toBalance, type AccountRow } from "./accounts.js";
 import { readSupply } from "./credits.js";
 import { fromPair, fromTriple, statement, type SqliteDb } from "./db.js";
-import { rankBandOf } from "../../domain/leaderboard.js";
+import { DAY_MS, rankBandOf } from "../../domain/leaderboard.js";
 import { formatPoints } from "../../domain/points.js";
 
 type Sums = Map<string, bigint>;
@@ -104,8 +104,10 @@ function compareSums(violations: Violation[], label: string, stored: Sums, expec
 /**
  * Invariant 5 (once history_backfill is empty, i.e. every finalized batch is in history): each
  * board entry is what its contract's finalized transfers sent the address, each band counts its
- * entries, and each address's received_history adds up to its receivedCumulative (`received`:
- * the finalized transfers per "address pointType", summed by verifyLedger).
+ * entries, each address's received_daily adds up to its receivedCumulative (`received`: the
+ * finalized transfers per "address pointType", summed by verifyLedger), and each received_daily
+ * row is what its contract's batches finalized that UTC day sent the address, between the first
+ * and the last of their times.
  */
 function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): void {
   if ((statement(db, "SELECT count(*) FROM history_backfill").pluck().get() as bigint | number) > 0) return;
@@ -116,7 +118,8 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
   );
   const entries = sumTriplesBy(
     db,
-    "SELECT contract || ' ' || point_type || ' ' || address, points_q, points_w, points_f FROM leaderboard_entries",
+    `SELECT bo.contract || ' ' || bo.point_type || ' 0x' || lower(hex(e.address)), e.points_q, e.points_w, e.points_f
+     FROM board_entries e JOIN boards bo ON bo.board = e.board`,
   );
   compareSums(violations, "leaderboard entry (units)", entries, sent);
   const counted: Sums = new Map();
@@ -124,15 +127,46 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
   const bands: Sums = new Map();
   for (const [key, count] of statement(
     db,
-    "SELECT contract || ' ' || point_type || ' band ' || band, entries FROM leaderboard_bands WHERE entries <> 0",
+    `SELECT bo.contract || ' ' || bo.point_type || ' band ' || bb.band, bb.entries
+     FROM board_bands bb JOIN boards bo ON bo.board = bb.board WHERE bb.entries <> 0`,
   )
     .raw(true)
     .iterate() as Iterable<[string, bigint]>) {
     bands.set(key, BigInt(count));
   }
   compareSums(violations, "leaderboard band entries", bands, counted);
-  const history = sumTriplesBy(db, "SELECT address || ' ' || point_type, amount_q, amount_w, amount_f FROM received_history");
+  const history = sumTriplesBy(db, "SELECT address || ' ' || point_type, amount_q, amount_w, amount_f FROM received_daily");
   compareSums(violations, "received history (units)", history, received);
+  // Each day's row, with its receipt times as "first last" of the receipts that moved points.
+  const dayKey = (address: string, batch: string) =>
+    `${address} || ' ' || ${batch}.point_type || ' ' || (${batch}.finalized_at_ms - ${batch}.finalized_at_ms % ${DAY_MS}) || ' ' || ${batch}.contract`;
+  const days = sumTriplesBy(
+    db,
+    "SELECT address || ' ' || point_type || ' ' || day_ms || ' ' || contract, amount_q, amount_w, amount_f FROM received_daily",
+  );
+  const daySent = sumBy(
+    db,
+    `SELECT ${dayKey("t.to_address", "b")}, t.amount_w, t.amount_f FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'`,
+  );
+  compareSums(violations, "received on a day (units)", days, daySent);
+  const times = (sql: string) =>
+    new Map((statement(db, sql).raw(true).all() as [string, bigint, bigint][]).map(([key, first, last]) => [key, `${first} ${last}`]));
+  const stored = times(
+    "SELECT address || ' ' || point_type || ' ' || day_ms || ' ' || contract, first_at_ms, last_at_ms FROM received_daily",
+  );
+  const expected = times(
+    `SELECT ${dayKey("t.to_address", "b")}, min(b.finalized_at_ms), max(b.finalized_at_ms)
+     FROM transfers t JOIN batches b ON b.seq = t.seq
+     WHERE b.status = 'FINALIZED' AND (t.amount_w > 0 OR t.amount_f > 0) GROUP BY 1`,
+  );
+  for (const key of new Set([...stored.keys(), ...expected.keys()])) {
+    if (stored.get(key) !== expected.get(key)) {
+      violations.push({
+        invariant: 5,
+        message: `${key}: received on a day between ${stored.get(key)} but the ledger says ${expected.get(key)}`,
+      });
+    }
+  }
 }
 
 /** The issued supply of each point type is the sum of its credits (invariant 2, per point type). */

@@ -443,4 +443,68 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE snapshots ADD COLUMN as_of_ms INTEGER;
     `,
   },
+  {
+    // What a finalization writes per transfer, made smaller (docs/performance.md "Leaderboards and
+    // history"): version 14's board keyed every entry and every ranking-index row by the contract
+    // and the address as text (about 110 bytes a row), and received_history grew a row per transfer
+    // at a random place. Each finalization then dirtied pages all over three large B-trees, and
+    // its commit wrote them: a finalize drain ran at a sixteenth of its rate without the boards.
+    // Now a board is an integer (boards), an entry's address its 20 bytes (board_entries, its
+    // ranking index and bands as before), and receipts are kept per address, point type, contract
+    // and UTC day in place (received_daily), with the day's first and last receipt times: a time
+    // between them is answered from that day's batches (history.ts). The old tables are dropped
+    // and every FINALIZED batch is listed for the history job again, which rebuilds the new ones
+    // in bounded steps through the same flow (reads answer 503 until it is done).
+    version: 15,
+    name: "compact_boards_and_daily_receipts",
+    sql: `
+      DROP TRIGGER leaderboard_bands_on_insert;
+      DROP TRIGGER leaderboard_bands_on_update;
+      DROP TABLE leaderboard_entries;
+      DROP TABLE leaderboard_bands;
+      DROP TABLE received_history;
+      CREATE TABLE boards (
+        board INTEGER PRIMARY KEY,
+        contract TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        UNIQUE (contract, point_type)
+      );
+      CREATE TABLE board_entries (
+        board INTEGER NOT NULL,
+        address BLOB NOT NULL CHECK (length(address) = 20),
+        points_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(points_q) = 'integer' AND points_q >= 0),
+        ${amount("points")},
+        PRIMARY KEY (board, address)
+      ) WITHOUT ROWID;
+      CREATE INDEX board_ranking ON board_entries (board, points_q DESC, points_w DESC, points_f DESC, address);
+      CREATE TABLE board_bands (
+        board INTEGER NOT NULL,
+        band INTEGER NOT NULL,
+        entries INTEGER NOT NULL CHECK (entries >= 0),
+        PRIMARY KEY (board, band)
+      ) WITHOUT ROWID;
+      CREATE TRIGGER board_bands_on_insert AFTER INSERT ON board_entries BEGIN
+        INSERT INTO board_bands (board, band, entries) VALUES (new.board, ${rankBand("new")}, 1)
+          ON CONFLICT (board, band) DO UPDATE SET entries = entries + 1;
+      END;
+      CREATE TRIGGER board_bands_on_update AFTER UPDATE ON board_entries WHEN ${rankBand("old")} <> ${rankBand("new")} BEGIN
+        UPDATE board_bands SET entries = entries - 1 WHERE board = old.board AND band = ${rankBand("old")};
+        INSERT INTO board_bands (board, band, entries) VALUES (new.board, ${rankBand("new")}, 1)
+          ON CONFLICT (board, band) DO UPDATE SET entries = entries + 1;
+      END;
+      CREATE TABLE received_daily (
+        address TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        day_ms INTEGER NOT NULL,
+        contract TEXT NOT NULL,
+        first_at_ms INTEGER NOT NULL,
+        last_at_ms INTEGER NOT NULL,
+        amount_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(amount_q) = 'integer' AND amount_q >= 0),
+        ${amount("amount")},
+        PRIMARY KEY (address, point_type, day_ms, contract)
+      ) WITHOUT ROWID;
+      DELETE FROM history_backfill;
+      INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
+    `,
+  },
 ];
