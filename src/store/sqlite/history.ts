@@ -3,6 +3,7 @@ import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import type { BalanceAsOf, HistoryReadPort, HistoryStore } from "../ports/leaderboards.js";
 import { fromTriple, statement, type SqliteDb } from "./db.js";
+import { ADDRESS_TEXT, addressBytes } from "./leaderboards.js";
 
 /**
  * Balances as they stood at a time (API.md "Leaderboards and history", `asOf`), read from the
@@ -33,18 +34,25 @@ const LIMB_SUMS = (w: string, f: string) =>
 const creditsSql = (range: Range["kind"]) =>
   `SELECT address, point_type, amount_units FROM credits WHERE ${RANGE_SQL[range]("address")} AND created_at_ms <= @asOf`;
 
-// received_daily: the days whose last receipt was by then count whole; a day whose receipts
-// straddle the time (first ≤ asOf < last: only asOf's own day can) is read from that day's
-// batches of its contract (partialReceiptsSql).
+// received_daily (keyed by the address's 20 bytes and the board): the days whose last receipt was
+// by then count whole; a day whose receipts straddle the time (first ≤ asOf < last: only asOf's
+// own day can) is read from that day's batches of its board (PARTIAL_RECEIPTS_SQL).
+const RECEIPTS_RANGE_SQL = {
+  one: "r.address = @lowBytes",
+  between: "r.address BETWEEN @lowBytes AND @highBytes",
+};
+
 const receiptsSql = (range: Range["kind"]) =>
-  `SELECT address, point_type, sum(amount_q) AS q, ${LIMB_SUMS("amount_w", "amount_f")}
-   FROM received_daily WHERE ${RANGE_SQL[range]("address")} AND last_at_ms <= @asOf GROUP BY address, point_type`;
+  `SELECT ${ADDRESS_TEXT("r.address")} AS address, bo.point_type, sum(r.amount_q) AS q, ${LIMB_SUMS("r.amount_w", "r.amount_f")}
+   FROM received_daily r JOIN boards bo ON bo.board = r.board
+   WHERE ${RECEIPTS_RANGE_SQL[range]} AND r.last_at_ms <= @asOf GROUP BY r.address, bo.point_type`;
 
 const straddlingDaysSql = (range: Range["kind"]) =>
-  `SELECT address, point_type, contract, first_at_ms FROM received_daily
-   WHERE ${RANGE_SQL[range]("address")} AND first_at_ms <= @asOf AND last_at_ms > @asOf`;
+  `SELECT ${ADDRESS_TEXT("r.address")} AS address, bo.point_type, bo.contract, r.first_at_ms
+   FROM received_daily r JOIN boards bo ON bo.board = r.board
+   WHERE ${RECEIPTS_RANGE_SQL[range]} AND r.first_at_ms <= @asOf AND r.last_at_ms > @asOf`;
 
-/** One straddling day: the address's transfers in its contract's batches finalized from the day's first receipt to asOf. */
+/** One straddling day: the address's transfers in its board's batches finalized from the day's first receipt to asOf. */
 const PARTIAL_RECEIPTS_SQL = `SELECT ${LIMB_SUMS("t.amount_w", "t.amount_f")}
    FROM batches b INDEXED BY batches_finalized JOIN transfers t ON t.seq = b.seq
    WHERE b.contract = @contract AND b.point_type = @pointType AND b.status = 'FINALIZED'
@@ -86,7 +94,10 @@ function balancesInRange(db: SqliteDb, pointTypes: ReadonlySet<string>, range: R
     balance[field] += units;
     balances.set(key, balance);
   };
-  const params = range.kind === "one" ? { low: range.address, asOf: asOfMs } : { low: range.low, high: range.high, asOf: asOfMs };
+  const params =
+    range.kind === "one"
+      ? { low: range.address, lowBytes: addressBytes(range.address), asOf: asOfMs }
+      : { low: range.low, high: range.high, lowBytes: addressBytes(range.low), highBytes: addressBytes(range.high), asOf: asOfMs };
   for (const row of statement(db, creditsSql(range.kind)).all(params) as { address: string; point_type: string; amount_units: string }[]) {
     add(row.address, row.point_type, "earnedCumulative", BigInt(row.amount_units));
   }

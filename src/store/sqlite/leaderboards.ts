@@ -36,19 +36,19 @@ function carriedSet(prefix: string): string {
  * text: rows a third the size, so a finalization dirties (and its commit writes) a third of the
  * pages (migrations/index.ts, version 15).
  */
-function boardId(db: SqliteDb, contract: AddressKey, pointType: PointType, create: boolean): bigint | null {
+export function boardId(db: SqliteDb, contract: AddressKey, pointType: PointType, create: boolean): bigint | null {
   if (create) statement(db, "INSERT INTO boards (contract, point_type) VALUES (?, ?) ON CONFLICT DO NOTHING").run(contract, pointType);
   const board = statement(db, "SELECT board FROM boards WHERE contract = ? AND point_type = ?").pluck().get(contract, pointType);
   return board === undefined ? null : BigInt(board as bigint);
 }
 
-/** An address's key in board_entries: its 20 bytes. */
-function addressBytes(address: string): Buffer {
+/** An address's key in board_entries and received_daily: its 20 bytes. */
+export function addressBytes(address: string): Buffer {
   return Buffer.from(address.slice(2), "hex");
 }
 
-/** board_entries.address back as the service's address key (0x and lowercase hex). */
-const ADDRESS_TEXT = "'0x' || lower(hex(address))";
+/** An `address` column of 20 bytes back as the service's address key (0x and lowercase hex). */
+export const ADDRESS_TEXT = (column = "address") => `'0x' || lower(hex(${column}))`;
 
 /**
  * The batch's transfers on its contract's board, in one upsert; the bands follow through the
@@ -69,20 +69,19 @@ function addToBoard(db: SqliteDb, batch: StoredBatch): number {
 }
 
 /**
- * Each recipient's receipt into received_daily: its row of (point type, UTC day of finalizedAtMs,
- * contract) grows in place, and its first and last receipt times widen to take finalizedAtMs.
+ * Each recipient's receipt into received_daily: its row of (board, UTC day of finalizedAtMs) grows
+ * in place, and its first and last receipt times widen to take finalizedAtMs.
  */
 function addReceipts(db: SqliteDb, batch: StoredBatch, finalizedAtMs: number): void {
   statement(
     db,
-    `INSERT INTO received_daily (address, point_type, day_ms, contract, first_at_ms, last_at_ms, amount_w, amount_f)
-     SELECT address, @pointType, @dayMs, @contract, @at, @at, w, f FROM (${TRANSFERS_SQL}) WHERE true
-     ON CONFLICT (address, point_type, day_ms, contract) DO UPDATE SET ${carriedSet("amount")},
+    `INSERT INTO received_daily (address, board, day_ms, first_at_ms, last_at_ms, amount_w, amount_f)
+     SELECT unhex(substr(address, 3)), @board, @dayMs, @at, @at, w, f FROM (${TRANSFERS_SQL}) WHERE true
+     ON CONFLICT (address, board, day_ms) DO UPDATE SET ${carriedSet("amount")},
        first_at_ms = min(first_at_ms, excluded.first_at_ms), last_at_ms = max(last_at_ms, excluded.last_at_ms)`,
   ).run({
     seq: BigInt(batch.seq),
-    contract: batch.contract,
-    pointType: batch.pointType,
+    board: boardId(db, batch.contract, batch.pointType, true),
     dayMs: finalizedAtMs - (((finalizedAtMs % DAY_MS) + DAY_MS) % DAY_MS),
     at: finalizedAtMs,
   });
@@ -124,7 +123,7 @@ function participantsOf(db: SqliteDb, board: bigint | null): number {
  */
 function readAllTimeRows(db: SqliteDb, board: bigint | null, query: BoardQuery, limit: number): BoardRow[] {
   if (board === null) return [];
-  const select = `SELECT ${ADDRESS_TEXT}, points_q, points_w, points_f FROM board_entries`;
+  const select = `SELECT ${ADDRESS_TEXT()}, points_q, points_w, points_f FROM board_entries`;
   if (query.after === null) {
     const rows = statement(db, `${select} WHERE board = @board ORDER BY ${ENTRY_ORDER} LIMIT @limit`).raw(true).all({ board, limit }) as [
       string,

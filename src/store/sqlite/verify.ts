@@ -135,15 +135,14 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
     bands.set(key, BigInt(count));
   }
   compareSums(violations, "leaderboard band entries", bands, counted);
-  const history = sumTriplesBy(db, "SELECT address || ' ' || point_type, amount_q, amount_w, amount_f FROM received_daily");
+  const daily = (columns: string) =>
+    `SELECT '0x' || lower(hex(r.address)) || ' ' || bo.point_type${columns} FROM received_daily r JOIN boards bo ON bo.board = r.board`;
+  const history = sumTriplesBy(db, daily(", r.amount_q, r.amount_w, r.amount_f"));
   compareSums(violations, "received history (units)", history, received);
   // Each day's row, with its receipt times as "first last" of the receipts that moved points.
   const dayKey = (address: string, batch: string) =>
     `${address} || ' ' || ${batch}.point_type || ' ' || (${batch}.finalized_at_ms - ${batch}.finalized_at_ms % ${DAY_MS}) || ' ' || ${batch}.contract`;
-  const days = sumTriplesBy(
-    db,
-    "SELECT address || ' ' || point_type || ' ' || day_ms || ' ' || contract, amount_q, amount_w, amount_f FROM received_daily",
-  );
+  const days = sumTriplesBy(db, daily(" || ' ' || r.day_ms || ' ' || bo.contract, r.amount_q, r.amount_w, r.amount_f"));
   const daySent = sumBy(
     db,
     `SELECT ${dayKey("t.to_address", "b")}, t.amount_w, t.amount_f FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'`,
@@ -151,9 +150,7 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
   compareSums(violations, "received on a day (units)", days, daySent);
   const times = (sql: string) =>
     new Map((statement(db, sql).raw(true).all() as [string, bigint, bigint][]).map(([key, first, last]) => [key, `${first} ${last}`]));
-  const stored = times(
-    "SELECT address || ' ' || point_type || ' ' || day_ms || ' ' || contract, first_at_ms, last_at_ms FROM received_daily",
-  );
+  const stored = times(daily(" || ' ' || r.day_ms || ' ' || bo.contract, r.first_at_ms, r.last_at_ms"));
   const expected = times(
     `SELECT ${dayKey("t.to_address", "b")}, min(b.finalized_at_ms), max(b.finalized_at_ms)
      FROM transfers t JOIN batches b ON b.seq = t.seq

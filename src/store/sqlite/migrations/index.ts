@@ -450,7 +450,7 @@ export const MIGRATIONS: Migration[] = [
     // at a random place. Each finalization then dirtied pages all over three large B-trees, and
     // its commit wrote them: a finalize drain ran at a sixteenth of its rate without the boards.
     // Now a board is an integer (boards), an entry's address its 20 bytes (board_entries, its
-    // ranking index and bands as before), and receipts are kept per address, point type, contract
+    // ranking index and bands as before), and receipts are kept per address (its 20 bytes), board
     // and UTC day in place (received_daily), with the day's first and last receipt times: a time
     // between them is answered from that day's batches (history.ts). The old tables are dropped
     // and every FINALIZED batch is listed for the history job again, which rebuilds the new ones
@@ -493,15 +493,14 @@ export const MIGRATIONS: Migration[] = [
           ON CONFLICT (board, band) DO UPDATE SET entries = entries + 1;
       END;
       CREATE TABLE received_daily (
-        address TEXT NOT NULL,
-        point_type TEXT NOT NULL,
+        address BLOB NOT NULL CHECK (length(address) = 20),
+        board INTEGER NOT NULL,
         day_ms INTEGER NOT NULL,
-        contract TEXT NOT NULL,
         first_at_ms INTEGER NOT NULL,
         last_at_ms INTEGER NOT NULL,
         amount_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(amount_q) = 'integer' AND amount_q >= 0),
         ${amount("amount")},
-        PRIMARY KEY (address, point_type, day_ms, contract)
+        PRIMARY KEY (address, board, day_ms)
       ) WITHOUT ROWID;
       DELETE FROM history_backfill;
       INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
