@@ -9,6 +9,8 @@ import pg from "pg";
  */
 export interface BenchSchema {
   url: string;
+  /** VACUUM ANALYZE of the schema's tables (autovacuum is off on the bench machine). */
+  vacuumAnalyze(): Promise<void>;
   drop(): Promise<void>;
 }
 
@@ -28,5 +30,19 @@ export async function createBenchSchema(baseUrl: string): Promise<BenchSchema> {
   const url = new URL(baseUrl);
   url.searchParams.set("options", `-c search_path=${schema}`);
   url.searchParams.set("application_name", schema);
-  return { url: url.toString(), drop: () => runOnce(baseUrl, `DROP SCHEMA ${schema} CASCADE`) };
+  return {
+    url: url.toString(),
+    // Unqualified VACUUM covers the whole database: the search_path picks no tables, so name them.
+    vacuumAnalyze: async () => {
+      const client = new pg.Client({ connectionString: baseUrl });
+      await client.connect();
+      try {
+        const tables = await client.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = $1", [schema]);
+        for (const { name } of tables.rows) await client.query(`VACUUM ANALYZE ${schema}.${name}`);
+      } finally {
+        await client.end();
+      }
+    },
+    drop: () => runOnce(baseUrl, `DROP SCHEMA ${schema} CASCADE`),
+  };
 }
