@@ -44,7 +44,7 @@ export function inWindow(window: DayWindow, finalizedAtMs: number): boolean {
 /**
  * The rank band of an amount (units > 0): its number of decimal digits × 100 plus its first two
  * digits (one digit: that digit). Monotonic: more units never has a lower band. Each board keeps
- * how many entries each band holds (leaderboard_bands), kept in the finalization's transaction, so
+ * how many entries each band holds (board_bands), kept in the finalization's transaction, so
  * an address's rank is the entries of the bands above it plus a count inside its own band: a
  * few hundred band rows and one band's index range, never the whole board. The adapters compute the
  * same in SQL (SQLite: of the q/w/f triple's decimal text; PostgreSQL: of numeric's text).

@@ -6,13 +6,19 @@ import { toUnits, type Queryable } from "./db.js";
 
 /**
  * Balances as they stood at a time (API.md "Leaderboards and history", `asOf`), read from the
- * rows that carry their own times: credits (created_at_ms), received_history (finalized_at_ms)
- * and the address's own batches (created, cancelled, finalized), summed exactly in NUMERIC.
+ * rows that carry their own times: credits (created_at_ms), received_daily (per UTC day, with its
+ * first and last receipt times) and the address's own batches (created, cancelled, finalized),
+ * summed exactly in NUMERIC.
  *
  * One statement reads one index range of addresses [$1, $2] (one address: $1 = $2) from each:
- * credits and received_history by their address-first keys, batches by batches_listing
+ * credits and received_daily by their address-first keys, batches by batches_listing
  * (contract, created_at_ms, seq). One statement is one snapshot of the database: a batch
  * finalizing meanwhile is in it wholly or not at all.
+ *
+ * received_daily: the days whose last receipt was by then count whole; a day whose receipts
+ * straddle the time (first ≤ asOf < last: only asOf's own day can) is read from that day's
+ * batches of its contract (batches_finalized), the address's transfers in those finalized from
+ * the day's first receipt to asOf.
  */
 const BALANCES_AS_OF_SQL = `
   SELECT address, point_type, sum(earned) AS earned, sum(received) AS received,
@@ -22,7 +28,15 @@ const BALANCES_AS_OF_SQL = `
     FROM credits WHERE address BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND created_at_ms <= $4
     UNION ALL
     SELECT address, point_type, 0, amount_units, 0, 0
-    FROM received_history WHERE address BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND finalized_at_ms <= $4
+    FROM received_daily WHERE address BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND last_at_ms <= $4
+    UNION ALL
+    SELECT d.address, d.point_type, 0, coalesce(partial.units, 0), 0, 0
+    FROM received_daily d CROSS JOIN LATERAL (
+      SELECT sum(t.amount_units) AS units FROM batches b JOIN transfers t ON t.seq = b.seq
+      WHERE b.contract = d.contract AND b.point_type = d.point_type AND b.status = 'FINALIZED'
+        AND b.finalized_at_ms BETWEEN d.first_at_ms AND $4 AND t.to_address = d.address
+    ) partial
+    WHERE d.address BETWEEN $1 AND $2 AND d.point_type = ANY($3::text[]) AND d.first_at_ms <= $4 AND d.last_at_ms > $4
     UNION ALL
     SELECT contract, point_type, 0,
            0,
@@ -67,7 +81,7 @@ async function balancesInRange(
   return rows;
 }
 
-/** HistoryStore.getBalancesAsOf: one statement over three ranges of one address. */
+/** HistoryStore.getBalancesAsOf: one statement over three ranges of one address (and its straddling day's batches). */
 export async function getBalancesAsOf<T extends PointType>(
   db: Queryable,
   address: AddressKey,

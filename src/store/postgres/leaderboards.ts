@@ -1,6 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { assertInvariant } from "../../domain/errors.js";
+import { bandUpperUnits, DAY_MS, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
 import type { StoredBatch } from "../ports/batches.js";
 import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
@@ -8,16 +9,16 @@ import { BATCH_COLUMNS, type BatchRow } from "./batches.js";
 import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
 
 /**
- * The leaderboards and received_history (../ports/leaderboards.ts) over PostgreSQL. Every write
+ * The leaderboards and received_daily (../ports/leaderboards.ts) over PostgreSQL. Every write
  * is one set-based statement over the batch's transfers (`transfers WHERE seq = $1`), its
  * recipients summed per address first: a batch stored without the HTTP layer's check may name an
  * address twice, and a board holds one entry per address.
  *
- * Concurrency: a board's rows are keyed by its contract, and every write to them runs after the
- * writer locked the contract's account of that point type (finalize: settleBatch locks the
- * sender; the history job: lockBalance), so two writers of one board queue there and each
- * statement here sees the other's commit. Rows are still touched in address (entries) and band
- * order, as settleBatch does.
+ * Concurrency: a board's rows (boards, board_entries, board_bands) and received_daily's rows are
+ * keyed by its contract, and every write to them runs after the writer locked the contract's
+ * account of that point type (finalize: settleBatch locks the sender; the history job:
+ * lockBalance), so two writers of one board queue there and each statement here sees the other's
+ * commit. Rows are still touched in address (entries, receipts) and band order, as settleBatch does.
  */
 
 /** A recipient's sum in one batch (only those sent anything are ranked). */
@@ -30,6 +31,40 @@ function bandSql(units: string): string {
 }
 
 /**
+ * The board's integer key (boards), created with its first entry. Entries, the ranking index and
+ * the bands are keyed by it and by the address's 20 bytes, not by the contract and address as
+ * text: smaller rows, so a finalization dirties (and its commit writes) fewer pages
+ * (migrations/index.ts, version 13). The insert runs only when the board is missing: an
+ * `INSERT … ON CONFLICT DO NOTHING` on every batch would draw an identity value each time.
+ */
+async function boardId(db: Queryable, contract: AddressKey, pointType: PointType): Promise<number> {
+  const { rows } = await db.query<{ board: number }>({
+    name: "pl-lb-board-id",
+    text: `WITH found AS (SELECT board FROM boards WHERE contract = $1 AND point_type = $2),
+           created AS (
+             INSERT INTO boards (contract, point_type) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM found)
+             ON CONFLICT (contract, point_type) DO NOTHING
+             RETURNING board
+           )
+           SELECT board FROM found UNION ALL SELECT board FROM created`,
+    values: [contract, pointType],
+  });
+  // No row only if another transaction created the board between `found` and the insert: the
+  // contract's account lock (see above) rules that out, so it stops the finalization instead.
+  assertInvariant(rows.length === 1, `board of ${contract} ${pointType}: ${rows.length} rows found or created`);
+  return rows[0]!.board;
+}
+
+/** A board's key in a read, by its contract ($1) and point type ($2): NULL (no rows) before its first entry. */
+const BOARD_SQL = "(SELECT board FROM boards WHERE contract = $1 AND point_type = $2)";
+
+/** board_entries.address back as the service's address key (0x and lowercase hex). */
+const ADDRESS_TEXT = "'0x' || encode(e.address, 'hex')";
+
+/** An address key ('0x' and 40 hex digits) as board_entries.address, its 20 bytes. */
+const addressBytes = (text: string) => `decode(substr(${text}, 3), 'hex')`;
+
+/**
  * The batch's recipients on its contract's board, in one statement: the bands of their old
  * amounts (this statement's snapshot) lose them, their entries grow (or are created), the bands of
  * the new amounts (RETURNING) gain them. A band's change is netted first (a row is changed once per
@@ -37,18 +72,20 @@ function bandSql(units: string): string {
  * recipients were ranked.
  */
 async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
+  const board = await boardId(db, batch.contract, batch.pointType);
+  // The recipients' bytes sort as their text does (fixed length, lowercase hex): address order either way.
   const { rows } = await db.query<{ ranked: string }>({
     name: "pl-lb-add-to-board",
-    text: `WITH recipients AS (${RECIPIENTS_SQL}),
+    text: `WITH recipients AS (SELECT ${addressBytes("address")} AS address, units FROM (${RECIPIENTS_SQL}) summed),
            old AS (
              SELECT ${bandSql("e.points_units")} AS band, -count(*) AS n
-             FROM recipients r JOIN leaderboard_entries e ON e.contract = $2 AND e.point_type = $3 AND e.address = r.address
+             FROM recipients r JOIN board_entries e ON e.board = $2 AND e.address = r.address
              GROUP BY 1
            ),
            upserted AS (
-             INSERT INTO leaderboard_entries AS e (contract, point_type, address, points_units)
-             SELECT $2, $3, address, units FROM recipients ORDER BY address
-             ON CONFLICT (contract, point_type, address) DO UPDATE SET points_units = e.points_units + excluded.points_units
+             INSERT INTO board_entries AS e (board, address, points_units)
+             SELECT $2, address, units FROM recipients ORDER BY address
+             ON CONFLICT (board, address) DO UPDATE SET points_units = e.points_units + excluded.points_units
              RETURNING e.points_units
            ),
            new AS (SELECT ${bandSql("points_units")} AS band, count(*) AS n FROM upserted GROUP BY 1),
@@ -57,30 +94,34 @@ async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
              GROUP BY band HAVING sum(n) <> 0
            ),
            gained AS (
-             INSERT INTO leaderboard_bands AS b (contract, point_type, band, entries)
-             SELECT $2, $3, band, n FROM delta WHERE n > 0 ORDER BY band
-             ON CONFLICT (contract, point_type, band) DO UPDATE SET entries = b.entries + excluded.entries
+             INSERT INTO board_bands AS b (board, band, entries)
+             SELECT $2, band, n FROM delta WHERE n > 0 ORDER BY band
+             ON CONFLICT (board, band) DO UPDATE SET entries = b.entries + excluded.entries
              RETURNING 1
            ),
            lost AS (
-             UPDATE leaderboard_bands b SET entries = b.entries + delta.n FROM delta
-             WHERE delta.n < 0 AND b.contract = $2 AND b.point_type = $3 AND b.band = delta.band
+             UPDATE board_bands b SET entries = b.entries + delta.n FROM delta
+             WHERE delta.n < 0 AND b.board = $2 AND b.band = delta.band
              RETURNING 1
            )
            SELECT count(*) AS ranked FROM upserted`,
-    values: [batch.seq, batch.contract, batch.pointType],
+    values: [batch.seq, board],
   });
   return Number(rows[0]!.ranked);
 }
 
-/** Each recipient's sum into received_history at finalizedAtMs (a second batch of the contract in the same ms adds up). */
+/**
+ * Each recipient's receipt into received_daily: its row of (point type, UTC day of finalizedAtMs,
+ * contract) grows in place, and its first and last receipt times widen to take finalizedAtMs.
+ */
 async function addReceipts(db: Queryable, batch: StoredBatch, finalizedAtMs: number): Promise<void> {
   await db.query({
     name: "pl-lb-add-receipts",
-    text: `INSERT INTO received_history AS h (address, point_type, finalized_at_ms, contract, amount_units)
-           SELECT address, $3, $4, $2, units FROM (${RECIPIENTS_SQL}) recipients ORDER BY address
-           ON CONFLICT (address, point_type, finalized_at_ms, contract) DO UPDATE SET amount_units = h.amount_units + excluded.amount_units`,
-    values: [batch.seq, batch.contract, batch.pointType, finalizedAtMs],
+    text: `INSERT INTO received_daily AS d (address, point_type, day_ms, contract, first_at_ms, last_at_ms, amount_units)
+           SELECT address, $3, $4, $2, $5, $5, units FROM (${RECIPIENTS_SQL}) recipients ORDER BY address
+           ON CONFLICT (address, point_type, day_ms, contract) DO UPDATE SET amount_units = d.amount_units + excluded.amount_units,
+             first_at_ms = least(d.first_at_ms, excluded.first_at_ms), last_at_ms = greatest(d.last_at_ms, excluded.last_at_ms)`,
+    values: [batch.seq, batch.contract, batch.pointType, finalizedAtMs - (((finalizedAtMs % DAY_MS) + DAY_MS) % DAY_MS), finalizedAtMs],
   });
 }
 
@@ -117,7 +158,7 @@ function boardRows(rows: EntryRow[]): BoardRow[] {
 async function participantsOf(db: Queryable, contract: AddressKey, pointType: PointType): Promise<number> {
   const { rows } = await db.query<{ participants: string }>({
     name: "pl-lb-participants",
-    text: "SELECT coalesce(sum(entries), 0) AS participants FROM leaderboard_bands WHERE contract = $1 AND point_type = $2",
+    text: `SELECT coalesce(sum(entries), 0) AS participants FROM board_bands WHERE board = ${BOARD_SQL}`,
     values: [contract, pointType],
   });
   return Number(rows[0]!.participants);
@@ -125,14 +166,17 @@ async function participantsOf(db: Queryable, contract: AddressKey, pointType: Po
 
 /**
  * All time: the ranking index read from where the page starts. Past a cursor, the rest of its
- * amount's tie (address after it) then the amounts below: two index ranges, never a sort.
+ * amount's tie (address after it) then the amounts below: two index ranges, never a sort. The
+ * board is looked up once per statement (BOARD_SQL, an init plan), so the ranking index is still
+ * read in order from (board, …).
  */
 async function readAllTimeRows(db: Queryable, query: BoardQuery, limit: number): Promise<BoardRow[]> {
+  // e.address in ORDER BY: a bare `address` would name the output column (the text), sorted apart from the index.
+  const select = `SELECT ${ADDRESS_TEXT} AS address, e.points_units::text AS units FROM board_entries e`;
   if (query.after === null) {
     const { rows } = await db.query<EntryRow>({
       name: "pl-lb-board-first",
-      text: `SELECT address, points_units::text AS units FROM leaderboard_entries WHERE contract = $1 AND point_type = $2
-             ORDER BY points_units DESC, address LIMIT $3`,
+      text: `${select} WHERE e.board = ${BOARD_SQL} ORDER BY e.points_units DESC, e.address LIMIT $3`,
       values: [query.contract, query.pointType, limit],
     });
     return boardRows(rows);
@@ -140,15 +184,14 @@ async function readAllTimeRows(db: Queryable, query: BoardQuery, limit: number):
   const at = [query.contract, query.pointType, query.after.units.toString()];
   const tie = await db.query<EntryRow>({
     name: "pl-lb-board-tie",
-    text: `SELECT address, points_units::text AS units FROM leaderboard_entries
-           WHERE contract = $1 AND point_type = $2 AND points_units = $3::numeric AND address > $4 ORDER BY address LIMIT $5`,
+    text: `${select} WHERE e.board = ${BOARD_SQL} AND e.points_units = $3::numeric AND e.address > ${addressBytes("$4")}
+           ORDER BY e.address LIMIT $5`,
     values: [...at, query.after.address, limit],
   });
   if (tie.rows.length >= limit) return boardRows(tie.rows);
   const below = await db.query<EntryRow>({
     name: "pl-lb-board-below",
-    text: `SELECT address, points_units::text AS units FROM leaderboard_entries
-           WHERE contract = $1 AND point_type = $2 AND points_units < $3::numeric ORDER BY points_units DESC, address LIMIT $4`,
+    text: `${select} WHERE e.board = ${BOARD_SQL} AND e.points_units < $3::numeric ORDER BY e.points_units DESC, e.address LIMIT $4`,
     values: [...at, limit - tie.rows.length],
   });
   return boardRows([...tie.rows, ...below.rows]);
@@ -221,7 +264,7 @@ async function readAllTimeStanding(db: Queryable, contract: AddressKey, pointTyp
   const participants = await participantsOf(db, contract, pointType);
   const entry = await db.query<{ units: string }>({
     name: "pl-lb-entry",
-    text: "SELECT points_units::text AS units FROM leaderboard_entries WHERE contract = $1 AND point_type = $2 AND address = $3",
+    text: `SELECT points_units::text AS units FROM board_entries WHERE board = ${BOARD_SQL} AND address = ${addressBytes("$3")}`,
     values: [contract, pointType, address],
   });
   const units = entry.rows[0] ? toUnits(entry.rows[0].units) : 0n;
@@ -230,8 +273,8 @@ async function readAllTimeStanding(db: Queryable, contract: AddressKey, pointTyp
   const { rows } = await db.query<{ above: string; inside: string }>({
     name: "pl-lb-ahead",
     text: `SELECT
-             (SELECT coalesce(sum(entries), 0) FROM leaderboard_bands WHERE contract = $1 AND point_type = $2 AND band > $3) AS above,
-             (SELECT count(*) FROM leaderboard_entries WHERE contract = $1 AND point_type = $2
+             (SELECT coalesce(sum(entries), 0) FROM board_bands WHERE board = ${BOARD_SQL} AND band > $3) AS above,
+             (SELECT count(*) FROM board_entries WHERE board = ${BOARD_SQL}
                 AND points_units > $4::numeric AND points_units < $5::numeric) AS inside`,
     values: [contract, pointType, band, units.toString(), bandUpperUnits(band).toString()],
   });

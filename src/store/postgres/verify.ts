@@ -1,3 +1,4 @@
+import { DAY_MS } from "../../domain/leaderboard.js";
 import { formatPoints } from "../../domain/points.js";
 import type { Violation } from "../store.js";
 import { AVAILABLE_SQL } from "./accounts.js";
@@ -45,22 +46,38 @@ export async function verifyLedger(db: Queryable): Promise<Violation[]> {
   return violations;
 }
 
-/** Invariant 5 (see the SQLite verify.ts), in SQL: only rows that disagree reach JavaScript. */
+/** A finalized batch's UTC day (addReceipts's day_ms), of `ms` (a BIGINT column). */
+const dayOf = (ms: string) => `(${ms} - ((${ms} % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS})`;
+
+/**
+ * Invariant 5 (see the SQLite verify.ts), in SQL: only rows that disagree reach JavaScript. Each
+ * board entry is what its contract's finalized transfers sent the address, each band counts its
+ * entries, each address's received_daily adds up to its receivedCumulative, and each
+ * received_daily row is what its contract's batches finalized that UTC day sent the address,
+ * between the first and the last of their times (of the receipts that moved points).
+ */
 async function checkHistory(db: Queryable, violations: Violation[]): Promise<void> {
   const { rows: backfill } = await db.query<{ left: string }>("SELECT count(*)::text AS left FROM history_backfill");
   if (backfill[0]!.left !== "0") return;
-  const { rows } = await db.query<{ key: string; label: string; stored: string; expected: string }>(
-    `WITH sent AS (SELECT b.contract, b.point_type, t.to_address AS address, sum(t.amount_units) AS units
-                   FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED' GROUP BY 1, 2, 3),
-          received AS (SELECT t.to_address AS address, b.point_type, sum(t.amount_units) AS units
-                   FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED' GROUP BY 1, 2),
-          history AS (SELECT address, point_type, sum(amount_units) AS units FROM received_history GROUP BY 1, 2),
+  const { rows } = await db.query<MismatchRow>(
+    `WITH finalized AS (SELECT b.contract, b.point_type, b.finalized_at_ms, t.to_address AS address, t.amount_units AS units
+                        FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'),
+          sent AS (SELECT contract, point_type, address, sum(units) AS units FROM finalized GROUP BY 1, 2, 3),
+          received AS (SELECT address, point_type, sum(units) AS units FROM finalized GROUP BY 1, 2),
+          day_sent AS (SELECT address, point_type, ${dayOf("finalized_at_ms")} AS day_ms, contract, sum(units) AS units,
+                              min(finalized_at_ms) FILTER (WHERE units > 0) AS first_at_ms,
+                              max(finalized_at_ms) FILTER (WHERE units > 0) AS last_at_ms
+                       FROM finalized GROUP BY 1, 2, 3, 4),
+          entries AS (SELECT bo.contract, bo.point_type, '0x' || encode(e.address, 'hex') AS address, e.points_units
+                      FROM board_entries e JOIN boards bo ON bo.board = e.board),
+          history AS (SELECT address, point_type, sum(amount_units) AS units FROM received_daily GROUP BY 1, 2),
           counted AS (SELECT contract, point_type, length(points_units::text) * 100 + substr(points_units::text, 1, 2)::int AS band,
-                             count(*) AS entries FROM leaderboard_entries GROUP BY 1, 2, 3),
-          bands AS (SELECT contract, point_type, band, entries FROM leaderboard_bands WHERE entries <> 0)
+                             count(*) AS entries FROM entries GROUP BY 1, 2, 3),
+          bands AS (SELECT bo.contract, bo.point_type, bb.band, bb.entries
+                    FROM board_bands bb JOIN boards bo ON bo.board = bb.board WHERE bb.entries <> 0)
      SELECT coalesce(e.contract, s.contract) || ' ' || coalesce(e.point_type, s.point_type) || ' ' || coalesce(e.address, s.address) AS key,
             'leaderboard entry (units)' AS label, coalesce(e.points_units, 0)::text AS stored, coalesce(s.units, 0)::text AS expected
-       FROM leaderboard_entries e FULL JOIN sent s USING (contract, point_type, address)
+       FROM entries e FULL JOIN sent s USING (contract, point_type, address)
        WHERE coalesce(e.points_units, 0) <> coalesce(s.units, 0)
      UNION ALL
      SELECT coalesce(c.contract, b.contract) || ' ' || coalesce(c.point_type, b.point_type) || ' band ' || coalesce(c.band, b.band),
@@ -72,6 +89,16 @@ async function checkHistory(db: Queryable, violations: Violation[]): Promise<voi
             coalesce(h.units, 0)::text, coalesce(r.units, 0)::text
        FROM history h FULL JOIN received r USING (address, point_type)
        WHERE coalesce(h.units, 0) <> coalesce(r.units, 0)
+     UNION ALL
+     SELECT address || ' ' || point_type || ' ' || day_ms || ' ' || contract, 'received on a day (units)',
+            coalesce(d.amount_units, 0)::text, coalesce(s.units, 0)::text
+       FROM received_daily d FULL JOIN day_sent s USING (address, point_type, day_ms, contract)
+       WHERE coalesce(d.amount_units, 0) <> coalesce(s.units, 0)
+     UNION ALL
+     SELECT address || ' ' || point_type || ' ' || day_ms || ' ' || contract, 'received on a day (first and last times)',
+            coalesce(d.first_at_ms || ' ' || d.last_at_ms, 'none'), coalesce(s.first_at_ms || ' ' || s.last_at_ms, 'none')
+       FROM received_daily d FULL JOIN day_sent s USING (address, point_type, day_ms, contract)
+       WHERE (d.first_at_ms, d.last_at_ms) IS DISTINCT FROM (s.first_at_ms, s.last_at_ms)
      ORDER BY 1, 2`,
   );
   for (const row of rows) {

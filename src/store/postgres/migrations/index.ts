@@ -365,4 +365,54 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE snapshots ADD COLUMN as_of_ms BIGINT;
     `,
   },
+  {
+    // What a finalization writes per transfer, made smaller (docs/performance.md "Leaderboards and
+    // history"; the SQLite migration 15 does the same): version 12's board keyed every entry and
+    // every ranking-index row by the contract and the address as text, and received_history grew
+    // a row per transfer at a random place. Each finalization then dirtied pages all over three
+    // large B-trees, and its commit wrote them. Now a board is an integer (boards), an entry's
+    // address its 20 bytes (board_entries, its ranking index and bands as before), and receipts
+    // are kept per address, point type, contract and UTC day in place (received_daily), with the
+    // day's first and last receipt times: a time between them is answered from that day's batches
+    // (history.ts). boards.board is drawn only when a board is missing (leaderboards.ts boardId),
+    // not on every upsert, so INTEGER lasts. The old tables (and version 12's ranking index with
+    // them) are dropped and every FINALIZED batch is listed for the history job again, which
+    // rebuilds the new ones in bounded steps through the same flow (reads answer 503 until it is done).
+    version: 13,
+    name: "compact_boards_and_daily_receipts",
+    sql: `
+      DROP TABLE leaderboard_entries, leaderboard_bands, received_history;
+      CREATE TABLE boards (
+        board INTEGER GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        contract TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        UNIQUE (contract, point_type)
+      );
+      CREATE TABLE board_entries (
+        board INTEGER NOT NULL,
+        address BYTEA NOT NULL CHECK (octet_length(address) = 20),
+        ${amount("points_units")},
+        PRIMARY KEY (board, address)
+      );
+      CREATE INDEX board_ranking ON board_entries (board, points_units DESC, address);
+      CREATE TABLE board_bands (
+        board INTEGER NOT NULL,
+        band INTEGER NOT NULL,
+        entries BIGINT NOT NULL CHECK (entries >= 0),
+        PRIMARY KEY (board, band)
+      );
+      CREATE TABLE received_daily (
+        address TEXT NOT NULL,
+        point_type TEXT NOT NULL,
+        day_ms BIGINT NOT NULL,
+        contract TEXT NOT NULL,
+        first_at_ms BIGINT NOT NULL,
+        last_at_ms BIGINT NOT NULL,
+        ${amount("amount_units")},
+        PRIMARY KEY (address, point_type, day_ms, contract)
+      );
+      DELETE FROM history_backfill;
+      INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
+    `,
+  },
 ];
