@@ -160,7 +160,7 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
     if (stored.get(key) !== expected.get(key)) {
       violations.push({
         invariant: 5,
-        message: `${key}: received on a day between ${stored.get(key)} but the ledger says ${expected.get(key)}`,
+        message: `${key}: received on a day (first and last times) is ${stored.get(key)} but the ledger says ${expected.get(key)}`,
       });
     }
   }
