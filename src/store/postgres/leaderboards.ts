@@ -65,11 +65,12 @@ const ADDRESS_TEXT = "'0x' || encode(e.address, 'hex')";
 const addressBytes = (text: string) => `decode(substr(${text}, 3), 'hex')`;
 
 /**
- * The batch's recipients on its contract's board, in one statement: the bands of their old
- * amounts (this statement's snapshot) lose them, their entries grow (or are created), the bands of
- * the new amounts (RETURNING) gain them. A band's change is netted first (a row is changed once per
- * statement): gains are upserted, losses subtracted from rows that exist. Returns how many
- * recipients were ranked.
+ * The batch's recipients on its contract's board, in one statement: their entries grow (or are
+ * created), and each recipient moves from the band of its old amount to the band of its new one.
+ * The old amount is the new one (RETURNING) less what this batch added: an entry only exists
+ * with points, so an old amount of 0 is an entry just created (no band to leave). A band's change
+ * is netted first (a row is changed once per statement): gains are upserted, losses subtracted
+ * from rows that exist. Returns how many recipients were ranked.
  */
 async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
   const board = await boardId(db, batch.contract, batch.pointType);
@@ -77,20 +78,21 @@ async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
   const { rows } = await db.query<{ ranked: string }>({
     name: "pl-lb-add-to-board",
     text: `WITH recipients AS (SELECT ${addressBytes("address")} AS address, units FROM (${RECIPIENTS_SQL}) summed),
-           old AS (
-             SELECT ${bandSql("e.points_units")} AS band, -count(*) AS n
-             FROM recipients r JOIN board_entries e ON e.board = $2 AND e.address = r.address
-             GROUP BY 1
-           ),
            upserted AS (
              INSERT INTO board_entries AS e (board, address, points_units)
              SELECT $2, address, units FROM recipients ORDER BY address
              ON CONFLICT (board, address) DO UPDATE SET points_units = e.points_units + excluded.points_units
-             RETURNING e.points_units
+             RETURNING e.address, e.points_units
            ),
-           new AS (SELECT ${bandSql("points_units")} AS band, count(*) AS n FROM upserted GROUP BY 1),
+           moved AS (
+             SELECT u.points_units AS now_units, u.points_units - r.units AS was_units
+             FROM upserted u JOIN recipients r ON r.address = u.address
+           ),
            delta AS (
-             SELECT band, sum(n) AS n FROM (SELECT band, n FROM old UNION ALL SELECT band, n FROM new) changes
+             SELECT band, sum(n) AS n FROM (
+               SELECT ${bandSql("now_units")} AS band, 1 AS n FROM moved
+               UNION ALL SELECT ${bandSql("was_units")}, -1 FROM moved WHERE was_units > 0
+             ) changes
              GROUP BY band HAVING sum(n) <> 0
            ),
            gained AS (

@@ -378,6 +378,9 @@ export const MIGRATIONS: Migration[] = [
     // not on every upsert, so INTEGER lasts. The old tables (and version 12's ranking index with
     // them) are dropped and every FINALIZED batch is listed for the history job again, which
     // rebuilds the new ones in bounded steps through the same flow (reads answer 503 until it is done).
+    // received_daily leaves 30 % of each page free: its updates change no indexed column, so they
+    // can stay on their page (HOT) instead of adding a primary-key entry per receipt (store-level
+    // finalize 42 → 35 µs a transfer in a quick try).
     version: 13,
     name: "compact_boards_and_daily_receipts",
     sql: `
@@ -410,7 +413,7 @@ export const MIGRATIONS: Migration[] = [
         last_at_ms BIGINT NOT NULL,
         ${amount("amount_units")},
         PRIMARY KEY (address, point_type, day_ms, contract)
-      );
+      ) WITH (fillfactor = 70);
       DELETE FROM history_backfill;
       INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
     `,
