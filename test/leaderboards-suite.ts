@@ -3,7 +3,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
 import type { BatchStatus, PointType, Transfer } from "../src/domain/batch.js";
-import { ALL_TIME, DAY_MS, rankPage, type BoardPosition, type DayWindow } from "../src/domain/leaderboard.js";
+import { ALL_TIME, DAY_MS, rankBandOf, rankPage, type BoardPosition, type DayWindow } from "../src/domain/leaderboard.js";
 import { UNITS_PER_POINT } from "../src/domain/points.js";
 import { HistoryBackfillJob } from "../src/worker/history-backfill.js";
 import type { LedgerStore } from "../src/store/store.js";
@@ -423,6 +423,128 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
           }
         }
       }
+    });
+  });
+}
+
+/** A row of the compact history tables that compactHistorySuite changes under the store, by one unit or time step. */
+export type HistoryTamper = "entry" | "band" | "dayAmount" | "dayLast";
+
+export interface CompactHistoryFixture {
+  /** Why the suite is skipped. */
+  skipMessage?: string;
+  /** The migration that brought boards, board_entries, board_bands and received_daily (SQLite 15, PostgreSQL 13). */
+  version: number;
+  /**
+   * A store over a database at the schema just before `version`, its own history job done
+   * (history_backfill empty), holding `batches` and one board entry of the old tables; not yet
+   * migrated. `oldTables` lists the old history tables still in the database.
+   */
+  oldDatabase(
+    batches: readonly OldBatch[],
+    entry: { contract: AddressKey; address: AddressKey; units: bigint },
+  ): Promise<{ store: LedgerStore; oldTables(): Promise<string[]> }>;
+  /**
+   * A migrated store; `dayTimes` reads an address's one received_daily row as [day, first, last]
+   * (ms), and `tamper` adds `delta` to one of its rows (a band: the band numbered `band`).
+   */
+  freshDatabase(): Promise<{
+    store: LedgerStore;
+    dayTimes(address: AddressKey): Promise<[number, number, number]>;
+    tamper(kind: HistoryTamper, address: AddressKey, band: number, delta: 1 | -1): Promise<void>;
+  }>;
+}
+
+/** The migration to compact boards and daily receipts, and verify's invariant 5 over those tables. */
+export function compactHistorySuite(name: string, fixture: CompactHistoryFixture): void {
+  describe.skipIf(fixture.skipMessage !== undefined)(`${name}${fixture.skipMessage ? ` (${fixture.skipMessage})` : ""}`, () => {
+    it(`lists every FINALIZED batch for the history job again when migrating to version ${fixture.version}, which rebuilds boards and receipts from them`, async () => {
+      const contract = randomAddress();
+      const recipients = [randomAddress(), randomAddress()].sort();
+      const old = (i: number, status: BatchStatus): OldBatch => ({
+        contract,
+        batchId: `old-${i}`,
+        pointType: "PHASE2_POINTS",
+        status,
+        transfers: recipients.map((toAddress) => ({ toAddress, amount: 2n * UNITS_PER_POINT })),
+        createdAtMs: T0 + i * HOUR_MS,
+        finalizeAtMs: T0 + i * HOUR_MS + 1000,
+        finalizedAtMs: status === "FINALIZED" ? T0 + i * HOUR_MS + 1000 : null,
+      });
+      const { store, oldTables } = await fixture.oldDatabase([old(0, "FINALIZED"), old(1, "CANCELLED"), old(2, "FINALIZED")], {
+        contract,
+        address: recipients[0]!,
+        units: 4n * UNITS_PER_POINT,
+      });
+      await store.migrate();
+      expect(await oldTables()).toEqual([]);
+      expect(await store.historyBackfillRemaining()).toBe(2);
+      const board = { contract, pointType: "PHASE2_POINTS" as const, window: ALL_TIME, limit: 10, after: null };
+      expect(await store.readBoard(board)).toEqual({ participants: 0, rows: [], more: false });
+      expect(await store.backfillHistory(10)).toBe(2);
+      expect(await store.readBoard(board)).toEqual({
+        participants: 2,
+        rows: recipients.map((address) => ({ address, units: 4n * UNITS_PER_POINT })),
+        more: false,
+      });
+      // One day's row for each recipient, received at +1 s and at +2 h 1 s: between them, the first batch only.
+      for (const [asOfMs, received] of [
+        [T0 + 999, 0n],
+        [T0 + 1000, 2n],
+        [T0 + 7_201_000 - 1, 2n],
+        [T0 + 7_201_000, 4n],
+      ] as const) {
+        const balances = await store.getBalancesAsOf(recipients[1]!, ["PHASE2_POINTS"], asOfMs);
+        expect([asOfMs - T0, balances.PHASE2_POINTS.receivedCumulative]).toEqual([asOfMs - T0, received * UNITS_PER_POINT]);
+      }
+    });
+
+    it("verify (invariant 5) reports a board entry, a band, a day's received amount or its first and last times that the finalized batches contradict", async () => {
+      const { store, dayTimes, tamper } = await fixture.freshDatabase();
+      const [contract, first, second] = [randomAddress(), randomAddress(), randomAddress()];
+      await store.credit({
+        address: contract,
+        creditId: "fund",
+        pointType: "PHASE2_POINTS",
+        amount: 100n * UNITS_PER_POINT,
+        createdAtMs: T0,
+      });
+      // Two batches finalized an hour apart on one UTC day: `first` receives in both (one received_daily row, first < last).
+      for (const [i, recipients] of [[first, second], [first]].entries()) {
+        const createdAtMs = T0 + i * HOUR_MS;
+        const transfers = recipients.map((toAddress) => ({ toAddress, amount: 3n * UNITS_PER_POINT }));
+        const total = transfers.reduce((sum, transfer) => sum + transfer.amount, 0n);
+        const batch = { contract, batchId: `b${i}`, pointType: "PHASE2_POINTS", transfers, total, secondsToFinalize: 1, createdAtMs };
+        expect((await store.submitBatch(batch)).kind).toBe("accepted");
+        expect(await store.finalizeDue(createdAtMs + 1000, 10)).toHaveLength(1);
+      }
+      expect(await store.verify()).toEqual([]);
+      const [firstAtMs, lastAtMs] = [T0 + 1000, T0 + HOUR_MS + 1000];
+      expect(T0 % DAY_MS).toBe(0);
+      expect(await dayTimes(first)).toEqual([T0, firstAtMs, lastAtMs]);
+      const six = 6n * UNITS_PER_POINT;
+      // Each change is made with delta 1, verified, then undone with delta -1.
+      const tampered = async (kind: HistoryTamper): Promise<string[]> => {
+        await tamper(kind, first, rankBandOf(six), 1);
+        const violations = await store.verify();
+        await tamper(kind, first, rankBandOf(six), -1);
+        expect(violations.every((violation) => violation.invariant === 5)).toBe(true);
+        return violations.map((violation) => violation.message);
+      };
+      expect(await tampered("entry")).toEqual([
+        `${contract} PHASE2_POINTS ${first}: leaderboard entry (units) is ${six + 1n} but the ledger says ${six}`,
+      ]);
+      expect(await tampered("band")).toEqual([
+        `${contract} PHASE2_POINTS band ${rankBandOf(six)}: leaderboard band entries is 2 but the ledger says 1`,
+      ]);
+      expect(await tampered("dayAmount")).toEqual([
+        `${first} PHASE2_POINTS: received history (units) is ${six + 1n} but the ledger says ${six}`,
+        `${first} PHASE2_POINTS ${T0} ${contract}: received on a day (units) is ${six + 1n} but the ledger says ${six}`,
+      ]);
+      expect(await tampered("dayLast")).toEqual([
+        `${first} PHASE2_POINTS ${T0} ${contract}: received on a day (first and last times) is ${firstAtMs} ${lastAtMs + 1} but the ledger says ${firstAtMs} ${lastAtMs}`,
+      ]);
+      expect(await store.verify()).toEqual([]);
     });
   });
 }
