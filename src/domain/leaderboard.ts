@@ -32,6 +32,11 @@ export function dayStartMs(day: string): number | null {
   return new Date(ms).toISOString().slice(0, 10) === day ? ms : null;
 }
 
+/** Epoch ms of the start of the UTC day holding `ms` (received_daily's day). */
+export function utcDayOf(ms: number): number {
+  return ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+}
+
 export function isAllTime(window: DayWindow): boolean {
   return window.fromMs === null && window.toMs === null;
 }

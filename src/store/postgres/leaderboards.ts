@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
-import { bandUpperUnits, DAY_MS, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
 import type { StoredBatch } from "../ports/batches.js";
 import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
@@ -123,7 +123,7 @@ async function addReceipts(db: Queryable, batch: StoredBatch, finalizedAtMs: num
            SELECT address, $3, $4, $2, $5, $5, units FROM (${RECIPIENTS_SQL}) recipients ORDER BY address
            ON CONFLICT (address, point_type, day_ms, contract) DO UPDATE SET amount_units = d.amount_units + excluded.amount_units,
              first_at_ms = least(d.first_at_ms, excluded.first_at_ms), last_at_ms = greatest(d.last_at_ms, excluded.last_at_ms)`,
-    values: [batch.seq, batch.contract, batch.pointType, finalizedAtMs - (((finalizedAtMs % DAY_MS) + DAY_MS) % DAY_MS), finalizedAtMs],
+    values: [batch.seq, batch.contract, batch.pointType, utcDayOf(finalizedAtMs), finalizedAtMs],
   });
 }
 

@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { bandUpperUnits, DAY_MS, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
 import type { StoredBatch } from "../ports/batches.js";
 import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
@@ -31,15 +31,16 @@ function carriedSet(prefix: string): string {
 }
 
 /**
- * The board's integer key (boards), created with its first entry. Entries, the ranking index and
- * the bands are keyed by it and by the address's 20 bytes, not by the contract and address as
- * text: rows a third the size, so a finalization dirties (and its commit writes) a third of the
- * pages (migrations/index.ts, version 15).
+ * The board's integer key (boards), created with its first entry (`create`; the insert only when
+ * it is missing). Entries, the ranking index and the bands are keyed by it and by the address's 20
+ * bytes, not by the contract and address as text: rows a third the size, so a finalization
+ * dirties (and its commit writes) a third of the pages (migrations/index.ts, version 15).
  */
-export function boardId(db: SqliteDb, contract: AddressKey, pointType: PointType, create: boolean): bigint | null {
-  if (create) statement(db, "INSERT INTO boards (contract, point_type) VALUES (?, ?) ON CONFLICT DO NOTHING").run(contract, pointType);
+function boardId(db: SqliteDb, contract: AddressKey, pointType: PointType, create: boolean): bigint | null {
   const board = statement(db, "SELECT board FROM boards WHERE contract = ? AND point_type = ?").pluck().get(contract, pointType);
-  return board === undefined ? null : BigInt(board as bigint);
+  if (board !== undefined) return BigInt(board as bigint);
+  if (!create) return null;
+  return BigInt(statement(db, "INSERT INTO boards (contract, point_type) VALUES (?, ?)").run(contract, pointType).lastInsertRowid);
 }
 
 /** An address's key in board_entries and received_daily: its 20 bytes. */
@@ -82,7 +83,7 @@ function addReceipts(db: SqliteDb, batch: StoredBatch, finalizedAtMs: number): v
   ).run({
     seq: BigInt(batch.seq),
     board: boardId(db, batch.contract, batch.pointType, true),
-    dayMs: finalizedAtMs - (((finalizedAtMs % DAY_MS) + DAY_MS) % DAY_MS),
+    dayMs: utcDayOf(finalizedAtMs),
     at: finalizedAtMs,
   });
 }

@@ -3,6 +3,7 @@ import { availableOf, type Violation } from "../store.js";
 import { toBalance, type AccountRow } from "./accounts.js";
 import { readSupply } from "./credits.js";
 import { fromPair, fromTriple, statement, type SqliteDb } from "./db.js";
+import { ADDRESS_TEXT } from "./leaderboards.js";
 import { DAY_MS, rankBandOf } from "../../domain/leaderboard.js";
 import { formatPoints } from "../../domain/points.js";
 
@@ -118,7 +119,7 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
   );
   const entries = sumTriplesBy(
     db,
-    `SELECT bo.contract || ' ' || bo.point_type || ' 0x' || lower(hex(e.address)), e.points_q, e.points_w, e.points_f
+    `SELECT bo.contract || ' ' || bo.point_type || ' ' || ${ADDRESS_TEXT("e.address")}, e.points_q, e.points_w, e.points_f
      FROM board_entries e JOIN boards bo ON bo.board = e.board`,
   );
   compareSums(violations, "leaderboard entry (units)", entries, sent);
@@ -136,7 +137,7 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
   }
   compareSums(violations, "leaderboard band entries", bands, counted);
   const daily = (columns: string) =>
-    `SELECT '0x' || lower(hex(r.address)) || ' ' || bo.point_type${columns} FROM received_daily r JOIN boards bo ON bo.board = r.board`;
+    `SELECT ${ADDRESS_TEXT("r.address")} || ' ' || bo.point_type${columns} FROM received_daily r JOIN boards bo ON bo.board = r.board`;
   const history = sumTriplesBy(db, daily(", r.amount_q, r.amount_w, r.amount_f"));
   compareSums(violations, "received history (units)", history, received);
   // Each day's row, with its receipt times as "first last" of the receipts that moved points.
