@@ -213,6 +213,15 @@ export const HISTORY_BACKFILL_MAX_STEPS = 100;
 export const HISTORY_BACKFILL_INTERVAL_MS = 60_000;
 
 /**
+ * Window boards (src/store/ports/leaderboards.ts): how many a board keeps (a read of another ended
+ * window drops the oldest), how often the window job looks for one to build once none was left,
+ * and how many entries of a dropped one a step deletes per batch of its step size.
+ */
+export const WINDOW_BOARDS_PER_BOARD = 8;
+export const WINDOW_BOARDS_INTERVAL_MS = 1_000;
+export const WINDOW_DROP_ENTRIES_PER_BATCH = 2_000;
+
+/**
  * How far in the past `asOf` must be: every write stamped at or before it has committed by then
  * (a request in flight carries the time it started), so a snapshot as of a time is the same
  * whenever it is taken.

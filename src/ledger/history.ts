@@ -1,4 +1,6 @@
 import { assertInvariant } from "../domain/errors.js";
+import { inWindow } from "../domain/leaderboard.js";
+import { WINDOW_DROP_ENTRIES_PER_BATCH } from "../domain/limits.js";
 import type { StoredBatch } from "../store/ports/batches.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
 import { inTransaction, io, type Flow } from "./flow.js";
@@ -42,5 +44,37 @@ export async function backfillHistory<Db>(database: LedgerDatabase<Db>, limit: n
       yield* recordFinalizedBatch(ports, db, batch, finalizedAtMs);
     }
     return taken.length;
+  });
+}
+
+/**
+ * One bounded step of the window job (src/worker/window-boards.ts): drops up to `limit` ×
+ * WINDOW_DROP_ENTRIES_PER_BATCH entries of a window board being dropped, or adds up to `limit`
+ * batches of its window to one being built, in seq order after the last one added, and marks it
+ * ready when none is left. One transaction: the batches added and the count read with the board
+ * (src/store/ports/leaderboards.ts) move together. Returns 0 when there was nothing to do, else `limit`.
+ */
+export async function buildWindowBoards<Db>(database: LedgerDatabase<Db>, limit: number): Promise<number> {
+  return inTransaction(database, function* (ports, db) {
+    const work = yield* io(ports.windowBoards.takeWindowWork(db));
+    if (work === null) return 0;
+    if (work.state === "dropping") {
+      yield* io(ports.windowBoards.dropWindowEntries(db, work.window, limit * WINDOW_DROP_ENTRIES_PER_BATCH));
+      return limit;
+    }
+    const batches = yield* io(ports.windowBoards.windowBatches(db, work, limit));
+    assertInvariant(batches.length <= limit, `window ${work.window}: ${batches.length} batches for a step of ${limit}`);
+    let lastSeq = work.afterSeq;
+    for (const batch of batches) {
+      const window = { fromDay: null, toDay: null, fromMs: work.fromMs, toMs: work.toMs };
+      assertInvariant(
+        batch.status === "FINALIZED" && batch.finalizedAtMs !== null && inWindow(window, batch.finalizedAtMs) && BigInt(batch.seq) > lastSeq,
+        `window ${work.window}: batch ${batch.batchId} (${batch.status}) is not the window's next FINALIZED batch`,
+      );
+      yield* io(ports.windowBoards.addToWindow(db, work.window, batch));
+      lastSeq = BigInt(batch.seq);
+    }
+    yield* io(ports.windowBoards.advanceWindow(db, work.window, lastSeq, batches.length, batches.length < limit));
+    return limit;
   });
 }

@@ -5,7 +5,7 @@ import { createApiKey, revokeApiKey } from "./api-keys.js";
 import { cancelBatch } from "./cancel.js";
 import { credit } from "./credit.js";
 import { finalizeDue } from "./finalize.js";
-import { backfillHistory } from "./history.js";
+import { backfillHistory, buildWindowBoards } from "./history.js";
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 
@@ -27,5 +27,6 @@ export function ledgerOperations<Db>(database: LedgerDatabase<Db>): LedgerOperat
     createApiKey: async (apiKey) => createApiKey(database, apiKey),
     revokeApiKey: async (contract, id, nowMs, actor = SYSTEM_ACTOR) => revokeApiKey(database, contract, id, nowMs, actor),
     backfillHistory: async (limit) => backfillHistory(database, limit),
+    buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
   };
 }

@@ -67,7 +67,7 @@ export interface LedgerStore
 /** The LedgerStore operations the flows of src/ledger/ implement, once for both adapters. */
 export type LedgerOperations = Pick<
   LedgerStore,
-  "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator" | "createApiKey" | "revokeApiKey" | "backfillHistory"
+  "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator" | "createApiKey" | "revokeApiKey" | "backfillHistory" | "buildWindowBoards"
 >;
 
 /**

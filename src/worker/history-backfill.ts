@@ -10,21 +10,21 @@ import {
 } from "../domain/limits.js";
 
 /**
- * Adds the batches that were FINALIZED before history existed (history_backfill, migration SQLite
- * 14 / PostgreSQL 12, listed again by SQLite 15 / PostgreSQL 13) to the boards and received_daily, in bounded steps sized to
- * HISTORY_BACKFILL_STEP_TARGET_MS, yielding to the event loop between them; goes on while a step
- * is full, at most `maxSteps` steps. Returns how many it added, and whether it stopped at that bound.
+ * Bounded steps of a job: `step(size)` does up to `size` units of work in one transaction, sized
+ * to HISTORY_BACKFILL_STEP_TARGET_MS (halved after a slow step, doubled after a quick one, up to
+ * `maxStepSize`), yielding to the event loop between them; goes on while a step is full, at most
+ * `maxSteps` steps. Returns the units done, and whether it stopped at that bound.
  */
-export async function backfillHistory(
-  store: LeaderboardsStore,
-  maxStepSize = HISTORY_BACKFILL_MAX_STEP,
+export async function runBoundedSteps(
+  step: (size: number) => Promise<number>,
+  maxStepSize: number,
   maxSteps = HISTORY_BACKFILL_MAX_STEPS,
 ): Promise<{ added: number; more: boolean }> {
   let added = 0;
   let stepSize = 1;
-  for (let step = 0; step < maxSteps; step++) {
+  for (let steps = 0; steps < maxSteps; steps++) {
     const startedMs = performance.now();
-    const count = await store.backfillHistory(stepSize);
+    const count = await step(stepSize);
     added += count;
     if (count < stepSize) return { added, more: false };
     const tookMs = performance.now() - startedMs;
@@ -33,6 +33,19 @@ export async function backfillHistory(
     await yieldToEventLoop();
   }
   return { added, more: true };
+}
+
+/**
+ * Adds the batches that were FINALIZED before history existed (history_backfill, migration SQLite
+ * 14 / PostgreSQL 12, listed again by SQLite 15 / PostgreSQL 13) to the boards and received_daily,
+ * in bounded steps (runBoundedSteps). Returns how many it added, and whether it stopped at its bound.
+ */
+export async function backfillHistory(
+  store: LeaderboardsStore,
+  maxStepSize = HISTORY_BACKFILL_MAX_STEP,
+  maxSteps = HISTORY_BACKFILL_MAX_STEPS,
+): Promise<{ added: number; more: boolean }> {
+  return runBoundedSteps((size) => store.backfillHistory(size), maxStepSize, maxSteps);
 }
 
 export interface HistoryBackfillOptions {

@@ -7,11 +7,13 @@ import { DeliveryJob } from "../outbox/delivery-job.js";
 import { Finalizer } from "./finalize.js";
 import { HistoryBackfillJob } from "./history-backfill.js";
 import { PurgeJob } from "./purge.js";
+import { WindowBoardsJob } from "./window-boards.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
  * (`points-ledger worker`): finalize (finalize.ts), deliver (../outbox/delivery-job.ts), purge (purge.ts),
- * history (history-backfill.ts: batches finalized before the leaderboards existed). Each
+ * history (history-backfill.ts: batches finalized before the leaderboards existed), windows
+ * (window-boards.ts: the boards of ended leaderboard windows that reads asked for). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).
@@ -21,6 +23,7 @@ export interface Worker {
   deliver: DeliveryJob;
   purge: PurgeJob;
   history: HistoryBackfillJob;
+  windows: WindowBoardsJob;
   start(): void;
   /** Stops every job, waiting for the work in progress (the current batch, the sends in flight). */
   stop(): Promise<void>;
@@ -53,12 +56,14 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     log.child({ job: "purge" }),
   );
   const history = new HistoryBackfillJob(store, {}, log.child({ job: "history" }));
-  const jobs = [finalize, deliver, purge, history];
+  const windows = new WindowBoardsJob(store, {}, log.child({ job: "windows" }));
+  const jobs = [finalize, deliver, purge, history, windows];
   return {
     finalize,
     deliver,
     purge,
     history,
+    windows,
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {
       await Promise.all(jobs.map((job) => job.stop()));

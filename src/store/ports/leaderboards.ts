@@ -21,8 +21,18 @@ import type { Io, Out } from "./io.js";
  *   place, with the day's first and last receipt times. An address's receivedCumulative as of a
  *   time is its days whose last receipt was by then, plus, for the one day that straddles the
  *   time (first ≤ asOf < last), its transfers in that day's batches of the contract up to then.
- * Windows are read from the FINALIZED batches of the window (batches_finalized index) and their
- * transfers: nothing more is written per transfer for them.
+ * Windows that are still open are read from the FINALIZED batches of the window (batches_finalized
+ * index) and their transfers: nothing more is written per transfer for them. A window that has
+ * ended (`to` at or before the reader's now) is read like the all-time board from a window board
+ * (SQLite migration 16 / PostgreSQL 14): window_boards (one per board and window, with how many
+ * batches it holds), window_entries, window_ranking and window_bands, the board tables' shape.
+ * The window job (src/worker/window-boards.ts, the flow src/ledger/history.ts buildWindowBoards)
+ * builds one in bounded steps after a read asked for it, WINDOW_BOARDS_PER_BOARD at most per
+ * board (the oldest is dropped, in steps too). Until it is ready, and whenever it holds fewer
+ * batches than the window's FINALIZED batches (a batch finalized inside an ended window: a clock
+ * set back, or skewed between instances), reads use the batches instead, so a window board can
+ * be late but never wrong: it only ever holds FINALIZED batches of its window, each once, and a
+ * batch never leaves that state, so equal counts are equal sets.
  * history_backfill lists the batches that were FINALIZED before these tables existed; the
  * history job (src/worker/) adds them in bounded steps through the same flow.
  */
@@ -39,6 +49,8 @@ export interface BoardQuery {
   window: DayWindow;
   limit: number;
   after: BoardAfter | null;
+  /** The reader's time: a window that ended by then may be read from its window board (none: always from the batches). */
+  nowMs?: number;
 }
 
 export interface BoardPage {
@@ -68,11 +80,17 @@ export interface BalanceAsOf {
 /** What the HTTP layer, the CLI and snapshots read (each adapter's leaderboards.ts). */
 export interface LeaderboardsStore {
   readBoard(query: BoardQuery): Promise<BoardPage>;
-  readStanding(contract: AddressKey, pointType: PointType, window: DayWindow, address: AddressKey): Promise<BoardStanding>;
+  readStanding(contract: AddressKey, pointType: PointType, window: DayWindow, address: AddressKey, nowMs?: number): Promise<BoardStanding>;
   /** Batches finalized before history existed that the history job has yet to add; reads answer 503 while any is left. */
   historyBackfillRemaining(): Promise<number>;
   /** One bounded step of the history job: adds up to `limit` of those batches, each exactly once; how many it added. */
   backfillHistory(limit: number): Promise<number>;
+  /**
+   * One bounded step of the window job: adds up to `limit` batches to a window board being built
+   * (or drops up to `limit` × WINDOW_DROP_ENTRIES_PER_BATCH entries of one being dropped). 0 when
+   * there was nothing to do; otherwise `limit` (the job goes on to the next step).
+   */
+  buildWindowBoards(limit: number): Promise<number>;
 }
 
 /** Balances as they stood at a time (each adapter's history.ts). */
@@ -101,6 +119,32 @@ export interface LeaderboardsPort<Db, out M extends Io = Io> {
    * rows another instance holds are skipped), each with the time it was finalized.
    */
   takeBackfill(db: Db, limit: number): Out<M, { batch: StoredBatch; finalizedAtMs: number }[]>;
+}
+
+/** A window board the window job builds or drops (window_boards), locked for this step (PostgreSQL: FOR UPDATE SKIP LOCKED). */
+export interface WindowBoardWork {
+  window: number;
+  contract: AddressKey;
+  pointType: PointType;
+  fromMs: number;
+  toMs: number;
+  state: "building" | "dropping";
+  /** The batches already added are those of the window up to this seq (0: none yet). */
+  afterSeq: bigint;
+}
+
+/** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), inside its transaction `db`. */
+export interface WindowBoardsPort<Db, out M extends Io = Io> {
+  /** A window board to drop (first) or to build, locked for this transaction; null when none is. */
+  takeWindowWork(db: Db): Out<M, WindowBoardWork | null>;
+  /** Up to `limit` FINALIZED batches of the work's board finalized in [fromMs, toMs) after afterSeq, in seq order. */
+  windowBatches(db: Db, work: WindowBoardWork, limit: number): Out<M, StoredBatch[]>;
+  /** Adds the batch's transfers to the window board, as addToBoard adds them to the board; returns the recipients ranked. */
+  addToWindow(db: Db, window: number, batch: StoredBatch): Out<M, number>;
+  /** Records that batches up to lastSeq are added (`added` more of them); `ready` when none is left, so reads use it. */
+  advanceWindow(db: Db, window: number, lastSeq: bigint, added: number, ready: boolean): Out<M, void>;
+  /** Deletes up to `limit` entries of a dropped window board, and the board itself (bands, row) once none is left; how many entries it deleted. */
+  dropWindowEntries(db: Db, window: number, limit: number): Out<M, number>;
 }
 
 /** Reads of history outside the flows: the adapter's own (one consistent view where it matters). */

@@ -76,9 +76,10 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     ...snapshotOperations(pool, run),
     ...historyOperations(pool, run),
     readBoard: (query) => run(() => leaderboardReads.readBoard(pool, query)),
-    readStanding: (contract, pointType, window, address) =>
-      run(() => leaderboardReads.readStanding(pool, contract, pointType, window, address)),
+    readStanding: (contract, pointType, window, address, nowMs) =>
+      run(() => leaderboardReads.readStanding(pool, contract, pointType, window, address, nowMs)),
     historyBackfillRemaining: () => run(() => leaderboardReads.historyBackfillRemaining(pool)),
     backfillHistory: guarded(ledger.backfillHistory),
+    buildWindowBoards: guarded(ledger.buildWindowBoards),
   };
 }

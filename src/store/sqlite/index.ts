@@ -67,7 +67,8 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     ...snapshotOperations(options.path, () => db),
     ...historyOperations(() => db),
     readBoard: async (query) => leaderboardReads.readBoard(db, query),
-    readStanding: async (contract, pointType, window, address) => leaderboardReads.readStanding(db, contract, pointType, window, address),
+    readStanding: async (contract, pointType, window, address, nowMs) =>
+      leaderboardReads.readStanding(db, contract, pointType, window, address, nowMs),
     historyBackfillRemaining: async () => leaderboardReads.historyBackfillRemaining(db),
   };
   const guarded = guardOperations(
