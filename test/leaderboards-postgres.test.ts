@@ -1,5 +1,6 @@
 import { afterAll } from "vitest";
 import { MIGRATIONS } from "../src/store/postgres/migrations/index.js";
+import type { LedgerStore } from "../src/store/store.js";
 import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import { compactHistorySuite, leaderboardsSuite, type HistoryTamper, type OldBatch } from "./leaderboards-suite.js";
 
@@ -58,13 +59,39 @@ async function writeOldSchema(schema: TestSchema, batches: readonly OldBatch[], 
   }
 }
 
+/** Each fresh store's schema, for windowBoards and raiseWindowEntries. */
+const schemaOf = new Map<LedgerStore, TestSchema>();
+
 leaderboardsSuite("Leaderboards on PostgreSQL", {
   ...(DATABASE_URL_TEST ? {} : { skipMessage: SKIP_REASON }),
   duplicateRecipients: false,
   freshStore: async () => {
-    const store = (await newSchema()).openStore();
+    const schema = await newSchema();
+    const store = schema.openStore();
+    schemaOf.set(store, schema);
     await store.migrate();
     return store;
+  },
+  windowBoards: async (store) => {
+    const schema = schemaOf.get(store)!;
+    const boards = await schema.query<{ from_ms: string; to_ms: string; state: string; batches: string }>(
+      "SELECT from_ms::text, to_ms::text, state, batches::text FROM window_boards ORDER BY window_id",
+    );
+    const [stray] = await schema.query<{ entries: string }>(
+      "SELECT count(*)::text AS entries FROM window_entries WHERE window_id NOT IN (SELECT window_id FROM window_boards)",
+    );
+    return {
+      boards: boards.map((row) => ({
+        fromMs: Number(row.from_ms),
+        toMs: Number(row.to_ms),
+        state: row.state,
+        batches: Number(row.batches),
+      })),
+      strayEntries: Number(stray!.entries),
+    };
+  },
+  raiseWindowEntries: async (store) => {
+    await schemaOf.get(store)!.query("UPDATE window_entries SET points_units = points_units + 1000000000000");
   },
   oldStores: async (batches) => {
     const schema = await newSchema();

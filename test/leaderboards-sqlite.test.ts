@@ -7,7 +7,7 @@ import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { toPair } from "../src/store/sqlite/db.js";
 import { MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
 import type { LedgerStore } from "../src/store/store.js";
-import { compactHistorySuite, leaderboardsSuite, type HistoryTamper, type OldBatch } from "./leaderboards-suite.js";
+import { compactHistorySuite, leaderboardsSuite, type HistoryTamper, type OldBatch, type WindowBoardRow } from "./leaderboards-suite.js";
 
 /** The schema version that added the leaderboards (and history_backfill). */
 const LEADERBOARDS_VERSION = 14;
@@ -22,10 +22,23 @@ afterAll(async () => {
 });
 
 let databases = 0;
+/** Each fresh store's database file, for windowBoards and raiseWindowEntries. */
+const paths = new Map<LedgerStore, string>();
 function open(path: string): LedgerStore {
   const store = createSqliteStore({ path, synchronous: "NORMAL" });
   stores.push(store);
+  paths.set(store, path);
   return store;
+}
+
+/** A connection of its own to a store's database for one read or change, closed at once. */
+function withRaw<T>(store: LedgerStore, use: (raw: Database.Database) => T): T {
+  const raw = new Database(paths.get(store)!);
+  try {
+    return use(raw);
+  } finally {
+    raw.close();
+  }
 }
 
 /**
@@ -82,6 +95,19 @@ leaderboardsSuite("Leaderboards on SQLite", {
     const path = join(directory, `old-${databases++}.db`);
     writeOldDatabase(path, batches);
     return [open(path), open(path)];
+  },
+  windowBoards: async (store) =>
+    withRaw(store, (raw) => ({
+      boards: raw
+        .prepare("SELECT from_ms AS fromMs, to_ms AS toMs, state, batches FROM window_boards ORDER BY window_id")
+        .all() as WindowBoardRow[],
+      strayEntries: raw
+        .prepare("SELECT count(*) FROM window_entries WHERE window_id NOT IN (SELECT window_id FROM window_boards)")
+        .pluck()
+        .get() as number,
+    })),
+  raiseWindowEntries: async (store) => {
+    withRaw(store, (raw) => raw.prepare("UPDATE window_entries SET points_w = points_w + 1").run());
   },
 });
 

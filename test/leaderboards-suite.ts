@@ -46,6 +46,18 @@ export interface LeaderboardsFixture {
    * settlement adds both; PostgreSQL's one statement cannot change an account twice.
    */
   duplicateRecipients: boolean;
+  /** The window boards in a fresh store's database, oldest first, and how many entries belong to none of them. */
+  windowBoards(store: LedgerStore): Promise<{ boards: WindowBoardRow[]; strayEntries: number }>;
+  /** Adds one point to every window board entry of a fresh store (a read that shows it read a window board). */
+  raiseWindowEntries(store: LedgerStore): Promise<void>;
+}
+
+/** A window_boards row as the tests look at it. */
+export interface WindowBoardRow {
+  fromMs: number;
+  toMs: number;
+  state: string;
+  batches: number;
 }
 
 const T0 = Date.UTC(2026, 2, 1);
@@ -95,12 +107,13 @@ async function readWholeBoard(
   pointType: PointType,
   window: DayWindow,
   limit: number,
+  nowMs?: number,
 ): Promise<{ participants: number[]; entries: ModelStanding[] }> {
   const participants: number[] = [];
   const entries: ModelStanding[] = [];
   let previous: BoardPosition | null = null;
   for (let pages = 0; pages < MAX_PAGES; pages++) {
-    const page = await store.readBoard({ contract, pointType, window, limit, after: previous });
+    const page = await store.readBoard({ contract, pointType, window, limit, after: previous, nowMs });
     expect(page.rows.length).toBeLessThanOrEqual(limit);
     participants.push(page.participants);
     const ranked = rankPage(page.rows, previous);
@@ -117,9 +130,10 @@ async function expectStanding(
   model: LeaderboardModel,
   board: { contract: AddressKey; pointType: PointType; window: DayWindow },
   address: AddressKey,
+  nowMs?: number,
 ): Promise<void> {
   const { contract, pointType, window } = board;
-  const standing = await store.readStanding(contract, pointType, window, address);
+  const standing = await store.readStanding(contract, pointType, window, address, nowMs);
   const expected = model.standing(contract, pointType, window, address);
   const rank = standing.units > 0n ? standing.ahead + 1 : null;
   expect({ address, window: [window.fromDay, window.toDay], rank, points: standing.units }).toEqual({
@@ -136,15 +150,24 @@ async function expectBoard(
   model: LeaderboardModel,
   board: { contract: AddressKey; pointType: PointType; window: DayWindow },
   limit: number,
+  nowMs?: number,
 ): Promise<void> {
   const { contract, pointType, window } = board;
   const expected = model.board(contract, pointType, window);
-  const read = await readWholeBoard(store, contract, pointType, window, limit);
+  const read = await readWholeBoard(store, contract, pointType, window, limit, nowMs);
   expect({ window: [window.fromDay, window.toDay], entries: read.entries }).toEqual({
     window: [window.fromDay, window.toDay],
     entries: expected,
   });
   expect(new Set(read.participants)).toEqual(new Set([expected.length]));
+}
+
+/** The window job's steps until it has nothing left to build or drop; how many steps did work. */
+async function buildWindowBoards(store: LedgerStore, stepSize: number): Promise<number> {
+  for (let steps = 0; steps < MAX_PAGES; steps++) {
+    if ((await store.buildWindowBoards(stepSize)) === 0) return steps;
+  }
+  throw new Error(`the window job did not end within ${MAX_PAGES} steps`);
 }
 
 interface PendingBatch {
@@ -248,11 +271,15 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
           await store.credit(credit);
         }
         nowMs += random(6 * HOUR_MS);
+        // Ended windows are read from their window boards once the window job built them (read as of nowMs).
+        if (random(2) === 0) await buildWindowBoards(store, 1 + random(3));
         for (const board of contracts.flatMap((c) =>
           POINT_TYPES.flatMap((p) => WINDOWS.map((w) => ({ contract: c, pointType: p, window: w }))),
         )) {
-          await expectBoard(store, run.model, board, 1 + random(4));
-          for (const address of [recipients[random(recipients.length)]!, neverPaid]) await expectStanding(store, run.model, board, address);
+          await expectBoard(store, run.model, board, 1 + random(4), nowMs);
+          for (const address of [recipients[random(recipients.length)]!, neverPaid]) {
+            await expectStanding(store, run.model, board, address, nowMs);
+          }
         }
       }
       // Everything left finalizes: the last boards, every address's standing in every window.
@@ -260,13 +287,78 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       while ((await run.finalize(nowMs, 100)) > 0);
       expect(run.pending.size, `seed ${seed}`).toBe(0);
       expect(nowMs - T0).toBeGreaterThan(3 * DAY_MS);
+      await buildWindowBoards(store, 2);
       for (const board of contracts.flatMap((c) =>
         POINT_TYPES.flatMap((p) => WINDOWS.map((w) => ({ contract: c, pointType: p, window: w }))),
       )) {
-        await expectBoard(store, run.model, board, 3);
-        for (const address of [...recipients, neverPaid]) await expectStanding(store, run.model, board, address);
+        for (const readAtMs of [undefined, nowMs]) {
+          await expectBoard(store, run.model, board, 3, readAtMs);
+          for (const address of [...recipients, neverPaid]) await expectStanding(store, run.model, board, address, readAtMs);
+        }
       }
+      // Every ended window of a board that has batches was asked for and built (0, 1), (1, 3), (null, 2).
+      const { boards, strayEntries } = await fixture.windowBoards(store);
+      expect(strayEntries).toBe(0);
+      expect(boards.filter((b) => b.state === "ready").length).toBeGreaterThanOrEqual(3);
+      expect(boards.every((b) => b.state === "ready")).toBe(true);
       expect(run.model.board(contracts[0]!, "PHASE2_POINTS", ALL_TIME).length).toBeGreaterThan(0);
+    });
+
+    it("reads an ended window from its window board once built, and from the batches while a batch finalized in it later is missing there", async () => {
+      const store = (await fixture.freshStore())!;
+      const run = new Run(store, generator(Date.now() % 1000));
+      const contract = randomAddress();
+      await run.fund([contract]);
+      const recipients = Array.from({ length: 12 }, randomAddress);
+      const window = days(0, 2);
+      const board = { contract, pointType: "PHASE2_POINTS" as PointType, window };
+      for (let hour = 1; hour < 60; hour += 7) {
+        await run.submit(contract, "PHASE2_POINTS", run.randomTransfers(recipients, false), T0 + hour * HOUR_MS, 1);
+        expect(await run.finalize(T0 + hour * HOUR_MS + 1000, 10)).toBe(1);
+      }
+      const afterMs = T0 + 3 * DAY_MS;
+      // Asked once: read from the batches, and one window board listed to build; an open window is never listed.
+      await expectBoard(store, run.model, board, 4, afterMs);
+      await expectBoard(store, run.model, { ...board, window: days(2, null) }, 4, afterMs);
+      expect((await fixture.windowBoards(store)).boards).toEqual([
+        { fromMs: window.fromMs, toMs: window.toMs, state: "building", batches: 0 },
+      ]);
+      expect(await buildWindowBoards(store, 2)).toBeGreaterThan(2);
+      const built = run.model.board(contract, "PHASE2_POINTS", window);
+      expect((await fixture.windowBoards(store)).boards).toEqual([
+        { fromMs: window.fromMs, toMs: window.toMs, state: "ready", batches: 7 },
+      ]);
+      await expectBoard(store, run.model, board, 5, afterMs);
+      for (const address of recipients) await expectStanding(store, run.model, board, address, afterMs);
+      // Read from the window board: a point added to each of its entries shows (a reader without a time reads the batches).
+      await fixture.raiseWindowEntries(store);
+      const raised = await readWholeBoard(store, contract, "PHASE2_POINTS", window, 100, afterMs);
+      expect(raised.entries.map((e) => [e.address, e.points])).toEqual(built.map((e) => [e.address, e.points + UNITS_PER_POINT]));
+      await expectBoard(store, run.model, board, 5);
+      // A batch finalized inside the ended window (the clock set back): the window board misses it, so reads use the batches.
+      await run.submit(contract, "PHASE2_POINTS", run.randomTransfers(recipients, false), T0 + DAY_MS, 1);
+      expect(await run.finalize(T0 + DAY_MS + 1000, 10)).toBe(1);
+      await expectBoard(store, run.model, board, 5, afterMs);
+      for (const address of recipients) await expectStanding(store, run.model, board, address, afterMs);
+      expect((await fixture.windowBoards(store)).boards.map((b) => [b.state, b.batches])).toEqual([
+        ["dropping", 7],
+        ["building", 0],
+      ]);
+      await buildWindowBoards(store, 3);
+      expect(await fixture.windowBoards(store)).toEqual({
+        boards: [{ fromMs: window.fromMs, toMs: window.toMs, state: "ready", batches: 8 }],
+        strayEntries: 0,
+      });
+      await expectBoard(store, run.model, board, 5, afterMs);
+      for (const address of recipients) await expectStanding(store, run.model, board, address, afterMs);
+      // A board keeps the last WINDOW_BOARDS_PER_BOARD (8) window boards listed; older ones are dropped, entries and all:
+      // (0, 2) was listed first, (0, 1) and (0, 3) … (0, 9) after it.
+      for (let to = 1; to <= 9; to++) await readWholeBoard(store, contract, "PHASE2_POINTS", days(0, to), 100, afterMs + 7 * DAY_MS);
+      await buildWindowBoards(store, 3);
+      const kept = await fixture.windowBoards(store);
+      expect(kept.strayEntries).toBe(0);
+      expect(kept.boards.map((b) => [b.state, (b.toMs - T0) / DAY_MS])).toEqual([1, 3, 4, 5, 6, 7, 8, 9].map((to) => ["ready", to]));
+      for (let to = 1; to <= 9; to++) await expectBoard(store, run.model, { ...board, window: days(0, to) }, 4, afterMs + 7 * DAY_MS);
     });
 
     it("shares a rank between equal points (1, 2, 2, 4), orders a tie by address and pages through it", async () => {

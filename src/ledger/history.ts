@@ -68,7 +68,10 @@ export async function buildWindowBoards<Db>(database: LedgerDatabase<Db>, limit:
     for (const batch of batches) {
       const window = { fromDay: null, toDay: null, fromMs: work.fromMs, toMs: work.toMs };
       assertInvariant(
-        batch.status === "FINALIZED" && batch.finalizedAtMs !== null && inWindow(window, batch.finalizedAtMs) && BigInt(batch.seq) > lastSeq,
+        batch.status === "FINALIZED" &&
+          batch.finalizedAtMs !== null &&
+          inWindow(window, batch.finalizedAtMs) &&
+          BigInt(batch.seq) > lastSeq,
         `window ${work.window}: batch ${batch.batchId} (${batch.status}) is not the window's next FINALIZED batch`,
       );
       yield* io(ports.windowBoards.addToWindow(db, work.window, batch));

@@ -82,6 +82,7 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
         window,
         limit,
         after: previous === null ? null : { units: previous.units, address: previous.address },
+        nowMs: ctx.clock.now(),
       });
       const { entries, last } = rankPage(page.rows, previous);
       const next: BoardCursor | null =
@@ -118,7 +119,7 @@ function standingRoute(fastify: FastifyInstance, ctx: AppContext): void {
       const address = requireAddress(request.params.address, "address");
       const window = windowOf(request.query);
       await requireHistory(ctx.store);
-      const standing = await ctx.store.readStanding(contract, request.query.pointType, window, address);
+      const standing = await ctx.store.readStanding(contract, request.query.pointType, window, address, ctx.clock.now());
       return {
         success: true as const,
         address: checksumAddress(address),

@@ -1,9 +1,10 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
 import type { StoredBatch } from "../ports/batches.js";
-import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
+import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort, WindowBoardsPort, WindowBoardWork } from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
 import type { BatchRow } from "./batches.js";
 import { fromPair, fromTriple, statement, toNumber, toTriple, type SqliteDb } from "./db.js";
@@ -51,22 +52,37 @@ export function addressBytes(address: string): Buffer {
 /** An `address` column of 20 bytes back as the service's address key (0x and lowercase hex). */
 export const ADDRESS_TEXT = (column = "address") => `'0x' || lower(hex(${column}))`;
 
+/** A board's tables: the all-time board's, or a window board's (migrations/index.ts, versions 15 and 16). */
+interface BoardTables {
+  entries: string;
+  bands: string;
+  /** The column that says which board (or window board) a row belongs to. */
+  key: string;
+}
+
+const BOARD_TABLES: BoardTables = { entries: "board_entries", bands: "board_bands", key: "board" };
+const WINDOW_TABLES: BoardTables = { entries: "window_entries", bands: "window_bands", key: "window_id" };
+
 /**
- * The batch's transfers on its contract's board, in one upsert; the bands follow through the
- * schema's triggers on board_entries (migrations/index.ts, version 15), which move an entry
- * from its old band to its new one only when the band changes: per row inside the statement,
- * instead of two more statements that looked every recipient up again (measured: 2 µs a
- * transfer for the triggers, 4 µs for the statements). Returns the rows ranked (an address named
- * twice counts twice).
+ * The batch's transfers on a board (`key`: its board or window_id), in one upsert; the bands
+ * follow through the schema's triggers on the entries (migrations/index.ts, versions 15 and 16),
+ * which move an entry from its old band to its new one only when the band changes: per row inside
+ * the statement, instead of two more statements that looked every recipient up again (measured: 2
+ * µs a transfer for the triggers, 4 µs for the statements). Returns the rows ranked (an address
+ * named twice counts twice).
  */
-function addToBoard(db: SqliteDb, batch: StoredBatch): number {
-  const board = boardId(db, batch.contract, batch.pointType, true);
+function addTransfers(db: SqliteDb, tables: BoardTables, key: bigint | number, seq: string): number {
   return statement(
     db,
-    `INSERT INTO board_entries (board, address, points_w, points_f)
-     SELECT @board, unhex(substr(address, 3)), w, f FROM (${TRANSFERS_SQL}) WHERE true
-     ON CONFLICT (board, address) DO UPDATE SET ${carriedSet("points")}`,
-  ).run({ seq: BigInt(batch.seq), board }).changes;
+    `INSERT INTO ${tables.entries} (${tables.key}, address, points_w, points_f)
+     SELECT @key, unhex(substr(address, 3)), w, f FROM (${TRANSFERS_SQL}) WHERE true
+     ON CONFLICT (${tables.key}, address) DO UPDATE SET ${carriedSet("points")}`,
+  ).run({ seq: BigInt(seq), key }).changes;
+}
+
+/** The batch's transfers on its contract's board (created with its first entry). */
+function addToBoard(db: SqliteDb, batch: StoredBatch): number {
+  return addTransfers(db, BOARD_TABLES, boardId(db, batch.contract, batch.pointType, true)!, batch.seq);
 }
 
 /**
@@ -105,6 +121,91 @@ function takeBackfill(db: SqliteDb, limit: number): { batch: StoredBatch; finali
 /** The history tables for the ledger flows (src/ledger/history.ts), synchronously. */
 export const leaderboards = { addToBoard, addReceipts, takeBackfill } satisfies LeaderboardsPort<SqliteDb, "sync">;
 
+// ---- Window boards -----------------------------------------------------------------------------
+
+interface WindowWorkRow {
+  window_id: bigint;
+  contract: string;
+  point_type: string;
+  from_ms: bigint;
+  to_ms: bigint;
+  state: "building" | "dropping";
+  after_seq: bigint;
+}
+
+/** A window board to drop (first) or to build, oldest first (one connection: nothing else takes it meanwhile). */
+function takeWindowWork(db: SqliteDb): WindowBoardWork | null {
+  const row = statement(
+    db,
+    `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, w.after_seq
+     FROM window_boards w JOIN boards b ON b.board = w.board
+     WHERE w.state IN ('dropping', 'building') ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1`,
+  ).get() as WindowWorkRow | undefined;
+  if (row === undefined) return null;
+  return {
+    window: toNumber(row.window_id),
+    contract: row.contract as AddressKey,
+    pointType: row.point_type,
+    fromMs: toNumber(row.from_ms),
+    toMs: toNumber(row.to_ms),
+    state: row.state,
+    afterSeq: BigInt(row.after_seq),
+  };
+}
+
+/** The window's FINALIZED batches of the work's board after afterSeq, in seq order (batches_finalized, then sorted). */
+function windowBatches(db: SqliteDb, work: WindowBoardWork, limit: number): StoredBatch[] {
+  const rows = statement(
+    db,
+    `SELECT * FROM batches WHERE contract = @contract AND point_type = @pointType AND status = 'FINALIZED'
+       AND finalized_at_ms >= @fromMs AND finalized_at_ms < @toMs AND seq > @afterSeq
+     ORDER BY seq LIMIT @limit`,
+  ).all({
+    contract: work.contract,
+    pointType: work.pointType,
+    fromMs: work.fromMs,
+    toMs: work.toMs,
+    afterSeq: work.afterSeq,
+    limit,
+  }) as BatchRow[];
+  return rows.map((row) => toStoredBatch(row, fromPair(row.total_w, row.total_f)));
+}
+
+function addToWindow(db: SqliteDb, window: number, batch: StoredBatch): number {
+  return addTransfers(db, WINDOW_TABLES, window, batch.seq);
+}
+
+function advanceWindow(db: SqliteDb, window: number, lastSeq: bigint, added: number, ready: boolean): void {
+  statement(
+    db,
+    `UPDATE window_boards SET after_seq = @lastSeq, batches = batches + @added, state = CASE WHEN @ready THEN 'ready' ELSE state END
+     WHERE window_id = @window`,
+  ).run({ window, lastSeq, added, ready: ready ? 1 : 0 });
+}
+
+/** Up to `limit` entries of a dropped window board; its bands and row go with the last of them. */
+function dropWindowEntries(db: SqliteDb, window: number, limit: number): number {
+  const deleted = statement(
+    db,
+    `DELETE FROM window_entries WHERE window_id = @window
+       AND address IN (SELECT address FROM window_entries WHERE window_id = @window LIMIT @limit)`,
+  ).run({ window, limit }).changes;
+  if (deleted < limit) {
+    statement(db, "DELETE FROM window_bands WHERE window_id = ?").run(window);
+    statement(db, "DELETE FROM window_boards WHERE window_id = ?").run(window);
+  }
+  return deleted;
+}
+
+/** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), synchronously. */
+export const windowBoards = {
+  takeWindowWork,
+  windowBatches,
+  addToWindow,
+  advanceWindow,
+  dropWindowEntries,
+} satisfies WindowBoardsPort<SqliteDb, "sync">;
+
 // ---- Reads -------------------------------------------------------------------------------------
 
 const ENTRY_ORDER = "points_q DESC, points_w DESC, points_f DESC, address";
@@ -113,32 +214,30 @@ function entryRows(rows: [string, bigint, bigint, bigint][]): BoardRow[] {
   return rows.map(([address, q, w, f]) => ({ address: address as AddressKey, units: fromTriple(q, w, f) }));
 }
 
-function participantsOf(db: SqliteDb, board: bigint | null): number {
-  if (board === null) return 0;
-  return toNumber(statement(db, "SELECT coalesce(sum(entries), 0) FROM board_bands WHERE board = ?").pluck().get(board));
+function participantsOf(db: SqliteDb, tables: BoardTables, key: bigint | number | null): number {
+  if (key === null) return 0;
+  return toNumber(statement(db, `SELECT coalesce(sum(entries), 0) FROM ${tables.bands} WHERE ${tables.key} = ?`).pluck().get(key));
 }
 
 /**
- * All time: the ranking index read from where the page starts. Past a cursor, the rest of its
- * amount's tie (address after it) then the amounts below: two index ranges, never a sort.
+ * A board's page (all time, or a window board): the ranking index read from where the page
+ * starts. Past a cursor, the rest of its amount's tie (address after it) then the amounts below:
+ * two index ranges, never a sort.
  */
-function readAllTimeRows(db: SqliteDb, board: bigint | null, query: BoardQuery, limit: number): BoardRow[] {
-  if (board === null) return [];
-  const select = `SELECT ${ADDRESS_TEXT()}, points_q, points_w, points_f FROM board_entries`;
+function readRankedRows(db: SqliteDb, tables: BoardTables, key: bigint | number | null, query: BoardQuery, limit: number): BoardRow[] {
+  if (key === null) return [];
+  const select = `SELECT ${ADDRESS_TEXT()}, points_q, points_w, points_f FROM ${tables.entries}`;
   if (query.after === null) {
-    const rows = statement(db, `${select} WHERE board = @board ORDER BY ${ENTRY_ORDER} LIMIT @limit`).raw(true).all({ board, limit }) as [
-      string,
-      bigint,
-      bigint,
-      bigint,
-    ][];
+    const rows = statement(db, `${select} WHERE ${tables.key} = @key ORDER BY ${ENTRY_ORDER} LIMIT @limit`)
+      .raw(true)
+      .all({ key, limit }) as [string, bigint, bigint, bigint][];
     return entryRows(rows);
   }
   const [q, w, f] = toTriple(query.after.units);
-  const at = { board, limit, q, w, f, address: addressBytes(query.after.address) };
+  const at = { key, limit, q, w, f, address: addressBytes(query.after.address) };
   const tie = statement(
     db,
-    `${select} WHERE board = @board AND points_q = @q AND points_w = @w AND points_f = @f AND address > @address
+    `${select} WHERE ${tables.key} = @key AND points_q = @q AND points_w = @w AND points_f = @f AND address > @address
      ORDER BY address LIMIT @limit`,
   )
     .raw(true)
@@ -146,7 +245,7 @@ function readAllTimeRows(db: SqliteDb, board: bigint | null, query: BoardQuery, 
   if (tie.length >= limit) return entryRows(tie);
   const below = statement(
     db,
-    `${select} WHERE board = @board AND (points_q, points_w, points_f) < (@q, @w, @f) ORDER BY ${ENTRY_ORDER} LIMIT @limit`,
+    `${select} WHERE ${tables.key} = @key AND (points_q, points_w, points_f) < (@q, @w, @f) ORDER BY ${ENTRY_ORDER} LIMIT @limit`,
   )
     .raw(true)
     .all({ ...at, limit: limit - tie.length }) as [string, bigint, bigint, bigint][];
@@ -222,17 +321,90 @@ function windowParticipants(db: SqliteDb, contract: AddressKey, pointType: Point
   );
 }
 
+/** Where a window is read from: its window board, or its batches (and then, maybe, what to ask the window job for). */
+type WindowSource = { kind: "board"; window: number } | { kind: "batches"; request: WindowRequest | null };
+
+/** A window board to build (`stale`: a ready one of the same window that misses batches, to drop). */
+interface WindowRequest {
+  board: bigint;
+  fromMs: number;
+  toMs: number;
+  stale: number | null;
+  nowMs: number;
+}
+
+/**
+ * A window that ended by the reader's now is read from its window board when that is ready and
+ * holds as many batches as the window has FINALIZED (../ports/leaderboards.ts: then the same
+ * batches); otherwise from the batches, and the window board is asked for. Open windows, boards
+ * not yet created and readers that give no time read the batches.
+ */
+function windowSource(
+  db: SqliteDb,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  nowMs: number | undefined,
+): WindowSource {
+  if (nowMs === undefined || window.toMs === null || window.toMs > nowMs) return { kind: "batches", request: null };
+  const board = boardId(db, contract, pointType, false);
+  if (board === null) return { kind: "batches", request: null };
+  const { fromMs, toMs } = windowBounds(window);
+  const kept = statement(
+    db,
+    "SELECT window_id, batches FROM window_boards WHERE board = ? AND from_ms = ? AND to_ms = ? AND state = 'ready'",
+  ).get(board, fromMs, toMs) as { window_id: bigint; batches: bigint } | undefined;
+  if (kept !== undefined) {
+    const finalized = statement(
+      db,
+      `SELECT count(*) FROM batches WHERE contract = ? AND point_type = ? AND status = 'FINALIZED'
+         AND finalized_at_ms >= ? AND finalized_at_ms < ?`,
+    )
+      .pluck()
+      .get(contract, pointType, fromMs, toMs) as bigint;
+    if (BigInt(finalized) === BigInt(kept.batches)) return { kind: "board", window: toNumber(kept.window_id) };
+  }
+  return { kind: "batches", request: { board, fromMs, toMs, stale: kept === undefined ? null : toNumber(kept.window_id), nowMs } };
+}
+
+/**
+ * Asks the window job for a window board: a stale one is dropped, a new one listed to build
+ * (unless one is kept already), and the board's oldest past WINDOW_BOARDS_PER_BOARD dropped.
+ */
+function requestWindowBoard(db: SqliteDb, request: WindowRequest): void {
+  db.transaction(() => {
+    if (request.stale !== null)
+      statement(db, "UPDATE window_boards SET state = 'dropping' WHERE window_id = ? AND state = 'ready'").run(request.stale);
+    statement(
+      db,
+      `INSERT OR IGNORE INTO window_boards (board, from_ms, to_ms, state, created_at_ms) VALUES (@board, @fromMs, @toMs, 'building', @nowMs)`,
+    ).run({ board: request.board, fromMs: request.fromMs, toMs: request.toMs, nowMs: request.nowMs });
+    statement(
+      db,
+      `UPDATE window_boards SET state = 'dropping' WHERE window_id IN (
+         SELECT window_id FROM window_boards WHERE board = ? AND state <> 'dropping' ORDER BY window_id DESC LIMIT -1 OFFSET ?)`,
+    ).run(request.board, WINDOW_BOARDS_PER_BOARD);
+  }).immediate();
+}
+
 /** A page of a board (all time or a window), read in one transaction: its rows and participants agree. */
 function readBoard(db: SqliteDb, query: BoardQuery): BoardPage {
-  return db.transaction(() => {
+  const { page, request } = db.transaction((): { page: BoardPage; request: WindowRequest | null } => {
     if (isAllTime(query.window)) {
       const board = boardId(db, query.contract, query.pointType, false);
-      const rows = readAllTimeRows(db, board, query, query.limit + 1);
-      return { participants: participantsOf(db, board), ...pageOf(rows, query.limit) };
+      const rows = readRankedRows(db, BOARD_TABLES, board, query, query.limit + 1);
+      return { page: { participants: participantsOf(db, BOARD_TABLES, board), ...pageOf(rows, query.limit) }, request: null };
+    }
+    const source = windowSource(db, query.contract, query.pointType, query.window, query.nowMs);
+    if (source.kind === "board") {
+      const rows = readRankedRows(db, WINDOW_TABLES, source.window, query, query.limit + 1);
+      return { page: { participants: participantsOf(db, WINDOW_TABLES, source.window), ...pageOf(rows, query.limit) }, request: null };
     }
     const { participants, rows } = readWindowBoard(db, query, query.limit + 1);
-    return { participants, ...pageOf(rows, query.limit) };
+    return { page: { participants, ...pageOf(rows, query.limit) }, request: source.request };
   })();
+  if (request !== null) requestWindowBoard(db, request);
+  return page;
 }
 
 function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: boolean } {
@@ -240,34 +412,34 @@ function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: bool
 }
 
 /**
- * An address's place on the whole board: the entries of the bands above its amount's, plus the
- * entries inside its band with more (one range of the ranking index, bounded by bandUpperUnits).
+ * An address's place on a board (all time, or a window board): the entries of the bands above its
+ * amount's, plus the entries inside its band with more (one range of the ranking index, bounded by
+ * bandUpperUnits).
  */
-function readAllTimeStanding(db: SqliteDb, contract: AddressKey, pointType: PointType, address: AddressKey): BoardStanding {
-  const board = boardId(db, contract, pointType, false);
-  const participants = participantsOf(db, board);
+function readRankedStanding(db: SqliteDb, tables: BoardTables, key: bigint | number | null, address: AddressKey): BoardStanding {
+  const participants = participantsOf(db, tables, key);
   const entry =
-    board === null
+    key === null
       ? undefined
-      : (statement(db, "SELECT points_q, points_w, points_f FROM board_entries WHERE board = ? AND address = ?")
+      : (statement(db, `SELECT points_q, points_w, points_f FROM ${tables.entries} WHERE ${tables.key} = ? AND address = ?`)
           .raw(true)
-          .get(board, addressBytes(address)) as [bigint, bigint, bigint] | undefined);
+          .get(key, addressBytes(address)) as [bigint, bigint, bigint] | undefined);
   const units = entry ? fromTriple(...entry) : 0n;
   if (units === 0n) return { units, ahead: participants, participants };
   const band = rankBandOf(units);
   const aboveBands = toNumber(
-    statement(db, "SELECT coalesce(sum(entries), 0) FROM board_bands WHERE board = ? AND band > ?").pluck().get(board, band),
+    statement(db, `SELECT coalesce(sum(entries), 0) FROM ${tables.bands} WHERE ${tables.key} = ? AND band > ?`).pluck().get(key, band),
   );
   const [q, w, f] = toTriple(units);
   const [uq, uw, uf] = toTriple(bandUpperUnits(band));
   const insideBand = toNumber(
     statement(
       db,
-      `SELECT count(*) FROM board_entries WHERE board = @board
+      `SELECT count(*) FROM ${tables.entries} WHERE ${tables.key} = @key
          AND (points_q, points_w, points_f) > (@q, @w, @f) AND (points_q, points_w, points_f) < (@uq, @uw, @uf)`,
     )
       .pluck()
-      .get({ board, q, w, f, uq, uw, uf }),
+      .get({ key, q, w, f, uq, uw, uf }),
   );
   return { units, ahead: aboveBands + insideBand, participants };
 }
@@ -292,12 +464,24 @@ function readWindowStanding(
   return { units: windowUnits(hi, mid!, f!), ahead: toNumber(ahead), participants: toNumber(participants) };
 }
 
-function readStanding(db: SqliteDb, contract: AddressKey, pointType: PointType, window: DayWindow, address: AddressKey): BoardStanding {
-  return db.transaction(() =>
-    isAllTime(window)
-      ? readAllTimeStanding(db, contract, pointType, address)
-      : readWindowStanding(db, contract, pointType, window, address),
-  )();
+function readStanding(
+  db: SqliteDb,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  address: AddressKey,
+  nowMs?: number,
+): BoardStanding {
+  const { standing, request } = db.transaction((): { standing: BoardStanding; request: WindowRequest | null } => {
+    if (isAllTime(window)) {
+      return { standing: readRankedStanding(db, BOARD_TABLES, boardId(db, contract, pointType, false), address), request: null };
+    }
+    const source = windowSource(db, contract, pointType, window, nowMs);
+    if (source.kind === "board") return { standing: readRankedStanding(db, WINDOW_TABLES, source.window, address), request: null };
+    return { standing: readWindowStanding(db, contract, pointType, window, address), request: source.request };
+  })();
+  if (request !== null) requestWindowBoard(db, request);
+  return standing;
 }
 
 function historyBackfillRemaining(db: SqliteDb): number {

@@ -506,4 +506,51 @@ export const MIGRATIONS: Migration[] = [
       INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
     `,
   },
+  {
+    // Window boards (src/store/ports/leaderboards.ts): the board of a leaderboard window that has
+    // ended, built once by the window job from the window's FINALIZED batches after a read asked
+    // for it, and read as the all-time board is (its entries, ranking index and bands have the
+    // board tables' shape, keyed by window_id instead of board). window_id is never reused
+    // (AUTOINCREMENT): a dropped window board's entries are deleted by it in steps. At most one
+    // kept (not dropping) window board per board and window; `batches` counts the batches added,
+    // which a read compares with the window's FINALIZED batches before it uses the window board.
+    version: 16,
+    name: "window_boards",
+    sql: `
+      CREATE TABLE window_boards (
+        window_id INTEGER PRIMARY KEY AUTOINCREMENT,
+        board INTEGER NOT NULL,
+        from_ms INTEGER NOT NULL,
+        to_ms INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('building', 'ready', 'dropping')),
+        after_seq INTEGER NOT NULL DEFAULT 0,
+        batches INTEGER NOT NULL DEFAULT 0,
+        created_at_ms INTEGER NOT NULL
+      );
+      CREATE UNIQUE INDEX window_boards_kept ON window_boards (board, from_ms, to_ms) WHERE state <> 'dropping';
+      CREATE TABLE window_entries (
+        window_id INTEGER NOT NULL,
+        address BLOB NOT NULL CHECK (length(address) = 20),
+        points_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(points_q) = 'integer' AND points_q >= 0),
+        ${amount("points")},
+        PRIMARY KEY (window_id, address)
+      ) WITHOUT ROWID;
+      CREATE INDEX window_ranking ON window_entries (window_id, points_q DESC, points_w DESC, points_f DESC, address);
+      CREATE TABLE window_bands (
+        window_id INTEGER NOT NULL,
+        band INTEGER NOT NULL,
+        entries INTEGER NOT NULL CHECK (entries >= 0),
+        PRIMARY KEY (window_id, band)
+      ) WITHOUT ROWID;
+      CREATE TRIGGER window_bands_on_insert AFTER INSERT ON window_entries BEGIN
+        INSERT INTO window_bands (window_id, band, entries) VALUES (new.window_id, ${rankBand("new")}, 1)
+          ON CONFLICT (window_id, band) DO UPDATE SET entries = entries + 1;
+      END;
+      CREATE TRIGGER window_bands_on_update AFTER UPDATE ON window_entries WHEN ${rankBand("old")} <> ${rankBand("new")} BEGIN
+        UPDATE window_bands SET entries = entries - 1 WHERE window_id = old.window_id AND band = ${rankBand("old")};
+        INSERT INTO window_bands (window_id, band, entries) VALUES (new.window_id, ${rankBand("new")}, 1)
+          ON CONFLICT (window_id, band) DO UPDATE SET entries = entries + 1;
+      END;
+    `,
+  },
 ];
