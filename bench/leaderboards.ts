@@ -11,6 +11,8 @@ import { openStore } from "../src/ledger/open.js";
 import { takeSnapshot } from "../src/snapshots/snapshots.js";
 import type { HistoryStore, LeaderboardsStore } from "../src/store/ports/leaderboards.js";
 import type { LedgerStore } from "../src/store/store.js";
+import { HISTORY_BACKFILL_MAX_STEP } from "../src/domain/limits.js";
+import { runBoundedSteps } from "../src/worker/history-backfill.js";
 import type { LeaderboardsOptions } from "./options.js";
 import { createBenchSchema, type BenchSchema } from "./postgres-schema.js";
 import { quantile, round } from "./stats.js";
@@ -274,10 +276,10 @@ interface ReadContext {
 }
 
 /** Top-100 pages, pages after a random entry, and random addresses' ranks, on one board. */
-async function boardMeasures(ctx: ReadContext, window: DayWindow, expected: ExpectedBoard, targetP99Ms: number) {
+async function boardMeasures(ctx: ReadContext, window: DayWindow, expected: ExpectedBoard, targetP99Ms?: number, nowMs?: number) {
   const { store, contract, options, random } = ctx;
   const participants = expected.order.length;
-  const query = { contract, pointType: POINT_TYPE, window, limit: PAGE_LIMIT };
+  const query = { contract, pointType: POINT_TYPE, window, limit: PAGE_LIMIT, nowMs };
   const top = await sample(
     `top ${PAGE_LIMIT} (${window.fromDay ?? "all time"})`,
     options.samples,
@@ -308,7 +310,7 @@ async function boardMeasures(ctx: ReadContext, window: DayWindow, expected: Expe
     options.budgetSec,
     async () => {
       const i = Math.floor(random() * options.recipients);
-      const standing = await store.readStanding(contract, POINT_TYPE, window, addressOf(i));
+      const standing = await store.readStanding(contract, POINT_TYPE, window, addressOf(i), nowMs);
       const wantAhead = expected.rank[i] === 0 ? null : expected.rank[i]! - 1;
       if (standing.units !== expected.totals[i]) return `${addressOf(i)}: units ${standing.units}, expected ${expected.totals[i]}`;
       if (wantAhead !== null && standing.ahead !== wantAhead) return `${addressOf(i)}: ahead ${standing.ahead}, expected ${wantAhead}`;
@@ -317,6 +319,41 @@ async function boardMeasures(ctx: ReadContext, window: DayWindow, expected: Expe
     targetP99Ms,
   );
   return { participants, topPage: top, pageByCursor: deep, rank };
+}
+
+/**
+ * The window job's build of the window's board, asked for by a read as of now: its whole time in
+ * bounded steps (src/worker/window-boards.ts runs the same steps), and the longest step (how long
+ * it holds the database's writer on SQLite).
+ */
+async function windowBoardBuild(ctx: ReadContext, window: DayWindow) {
+  const { store, contract } = ctx;
+  if (typeof store.buildWindowBoards !== "function") return { skipped: "the store has no window boards in this build" };
+  await store.readBoard({ contract, pointType: POINT_TYPE, window, limit: 1, after: null, nowMs: Date.now() });
+  let longestStepMs = 0;
+  let steps = 0;
+  const started = performance.now();
+  const built = await withMemory(async () =>
+    runBoundedSteps(
+      async (size) => {
+        const stepStarted = performance.now();
+        const count = await store.buildWindowBoards(size);
+        longestStepMs = Math.max(longestStepMs, performance.now() - stepStarted);
+        steps++;
+        return count;
+      },
+      HISTORY_BACKFILL_MAX_STEP,
+      1_000_000,
+    ),
+  );
+  const figures = {
+    seconds: round((performance.now() - started) / 1000, 1),
+    steps,
+    longestStepMs: round(longestStepMs, 1),
+    peakRssMb: built.memory.rssPeakMb,
+  };
+  log(`window board built: ${JSON.stringify(figures)}`);
+  return figures;
 }
 
 /** Every page of the all-time board one after another, checked entry by entry: what an export does. */
@@ -427,10 +464,18 @@ async function readMeasures(store: Store, contract: AddressKey, options: Leaderb
   const window = expectedBoard(tally.window);
   const reads = await withMemory(async () => ({
     allTime: await boardMeasures(ctx, ALL_TIME, allTime, TARGETS.allTimeP99Ms),
+    // Read without a time: from the window's batches, as an open window (or one whose window board is not built yet) is.
+    windowFromBatches: {
+      from: tally.windowSpec.fromDay,
+      to: tally.windowSpec.toDay,
+      ...(await boardMeasures(ctx, tally.windowSpec, window)),
+    },
+    windowBoardBuild: await windowBoardBuild(ctx, tally.windowSpec),
+    // The window ended 30 days ago: read as of now, from its window board.
     window: {
       from: tally.windowSpec.fromDay,
       to: tally.windowSpec.toDay,
-      ...(await boardMeasures(ctx, tally.windowSpec, window, TARGETS.windowP99Ms)),
+      ...(await boardMeasures(ctx, tally.windowSpec, window, TARGETS.windowP99Ms, Date.now())),
     },
     balanceAsOf: await balanceAsOfMeasure(store as Store & HistoryStore, options, tally, ctx.random),
     walkAllTime: await walkBoard(ctx, allTime),
