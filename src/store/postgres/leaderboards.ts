@@ -2,8 +2,17 @@ import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
 import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
 import type { StoredBatch } from "../ports/batches.js";
-import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort } from "../ports/leaderboards.js";
+import type {
+  BoardAfter,
+  BoardPage,
+  BoardQuery,
+  BoardStanding,
+  LeaderboardsPort,
+  WindowBoardWork,
+  WindowBoardsPort,
+} from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
 import { BATCH_COLUMNS, type BatchRow } from "./batches.js";
 import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
@@ -19,6 +28,9 @@ import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./d
  * account of that point type (finalize: settleBatch locks the sender; the history job:
  * lockBalance), so two writers of one board queue there and each statement here sees the other's
  * commit. Rows are still touched in address (entries, receipts) and band order, as settleBatch does.
+ * A window board's entries and bands are written only by the window job's step that holds its
+ * window_boards row (takeWindowWork, FOR UPDATE SKIP LOCKED); a read's request for one
+ * (requestWindowBoard) locks the board's boards row first, so requests of one board queue.
  */
 
 /** A recipient's sum in one batch (only those sent anything are ranked). */
@@ -64,24 +76,33 @@ const ADDRESS_TEXT = "'0x' || encode(e.address, 'hex')";
 /** An address key ('0x' and 40 hex digits) as board_entries.address, its 20 bytes. */
 const addressBytes = (text: string) => `decode(substr(${text}, 3), 'hex')`;
 
+/** The tables a board is kept in: the all-time board's (keyed by board) or a window board's (by window_id). */
+interface BoardTables {
+  /** In the names of its prepared statements: one name per statement text on a connection. */
+  name: string;
+  entries: string;
+  bands: string;
+  key: string;
+}
+
+const BOARD_TABLES: BoardTables = { name: "board", entries: "board_entries", bands: "board_bands", key: "board" };
+const WINDOW_TABLES: BoardTables = { name: "window", entries: "window_entries", bands: "window_bands", key: "window_id" };
+
 /**
- * The batch's recipients on its contract's board, in one statement: their entries grow (or are
- * created), and each recipient moves from the band of its old amount to the band of its new one.
- * The old amount is the new one (RETURNING) less what this batch added: an entry only exists
+ * The batch's ($1) recipients on a board (its key $2), in one statement: their entries grow (or
+ * are created), and each recipient moves from the band of its old amount to the band of its new
+ * one. The old amount is the new one (RETURNING) less what this batch added: an entry only exists
  * with points, so an old amount of 0 is an entry just created (no band to leave). A band's change
  * is netted first (a row is changed once per statement): gains are upserted, losses subtracted
- * from rows that exist. Returns how many recipients were ranked.
+ * from rows that exist. Returns how many recipients were ranked. Written once for both table sets.
  */
-async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
-  const board = await boardId(db, batch.contract, batch.pointType);
+function addToBoardSql({ entries, bands, key }: BoardTables): string {
   // The recipients' bytes sort as their text does (fixed length, lowercase hex): address order either way.
-  const { rows } = await db.query<{ ranked: string }>({
-    name: "pl-lb-add-to-board",
-    text: `WITH recipients AS (SELECT ${addressBytes("address")} AS address, units FROM (${RECIPIENTS_SQL}) summed),
+  return `WITH recipients AS (SELECT ${addressBytes("address")} AS address, units FROM (${RECIPIENTS_SQL}) summed),
            upserted AS (
-             INSERT INTO board_entries AS e (board, address, points_units)
+             INSERT INTO ${entries} AS e (${key}, address, points_units)
              SELECT $2, address, units FROM recipients ORDER BY address
-             ON CONFLICT (board, address) DO UPDATE SET points_units = e.points_units + excluded.points_units
+             ON CONFLICT (${key}, address) DO UPDATE SET points_units = e.points_units + excluded.points_units
              RETURNING e.address, e.points_units
            ),
            moved AS (
@@ -96,20 +117,32 @@ async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
              GROUP BY band HAVING sum(n) <> 0
            ),
            gained AS (
-             INSERT INTO board_bands AS b (board, band, entries)
+             INSERT INTO ${bands} AS b (${key}, band, entries)
              SELECT $2, band, n FROM delta WHERE n > 0 ORDER BY band
-             ON CONFLICT (board, band) DO UPDATE SET entries = b.entries + excluded.entries
+             ON CONFLICT (${key}, band) DO UPDATE SET entries = b.entries + excluded.entries
              RETURNING 1
            ),
            lost AS (
-             UPDATE board_bands b SET entries = b.entries + delta.n FROM delta
-             WHERE delta.n < 0 AND b.board = $2 AND b.band = delta.band
+             UPDATE ${bands} b SET entries = b.entries + delta.n FROM delta
+             WHERE delta.n < 0 AND b.${key} = $2 AND b.band = delta.band
              RETURNING 1
            )
-           SELECT count(*) AS ranked FROM upserted`,
-    values: [batch.seq, board],
+           SELECT count(*) AS ranked FROM upserted`;
+}
+
+/** Adds the batch's recipients to a board of the table set (addToBoardSql); how many were ranked. */
+async function addToTables(db: Queryable, tables: BoardTables, key: number, batch: StoredBatch): Promise<number> {
+  const { rows } = await db.query<{ ranked: string }>({
+    name: `pl-lb-add-to-${tables.name}`,
+    text: addToBoardSql(tables),
+    values: [batch.seq, key],
   });
   return Number(rows[0]!.ranked);
+}
+
+/** The batch's recipients on its contract's all-time board (addToBoardSql). */
+async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
+  return addToTables(db, BOARD_TABLES, await boardId(db, batch.contract, batch.pointType), batch);
 }
 
 /**
@@ -146,6 +179,101 @@ async function takeBackfill(db: Queryable, limit: number): Promise<{ batch: Stor
 /** The history tables for the ledger flows (src/ledger/history.ts), over pg. */
 export const leaderboards = { addToBoard, addReceipts, takeBackfill } satisfies LeaderboardsPort<Queryable, "async">;
 
+// ---- Window boards (the window job's steps) ---------------------------------------------------
+
+interface WindowWorkRow {
+  window_id: string;
+  contract: string;
+  point_type: string;
+  from_ms: string;
+  to_ms: string;
+  state: "building" | "dropping";
+  after_seq: string;
+}
+
+/**
+ * A window board to drop (first: dropping frees space and unblocks nothing else) or to build,
+ * locked for this transaction. Rows another instance's step holds are skipped (SKIP LOCKED), so
+ * several instances work on different window boards.
+ */
+async function takeWindowWork(db: Queryable): Promise<WindowBoardWork | null> {
+  const { rows } = await db.query<WindowWorkRow>({
+    name: "pl-lb-take-window-work",
+    text: `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, w.after_seq
+           FROM window_boards w JOIN boards b ON b.board = w.board
+           WHERE w.state IN ('dropping', 'building')
+           ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1 FOR UPDATE OF w SKIP LOCKED`,
+  });
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    window: toNumber(row.window_id),
+    contract: row.contract as AddressKey,
+    pointType: row.point_type as PointType,
+    fromMs: toNumber(row.from_ms),
+    toMs: toNumber(row.to_ms),
+    state: row.state,
+    afterSeq: BigInt(row.after_seq),
+  };
+}
+
+/** Up to `limit` FINALIZED batches of the work's window after afterSeq, in seq order (batches_finalized). */
+async function windowBatches(db: Queryable, work: WindowBoardWork, limit: number): Promise<StoredBatch[]> {
+  const { rows } = await db.query<BatchRow>({
+    name: "pl-lb-window-batches",
+    text: `SELECT ${BATCH_COLUMNS} FROM batches
+           WHERE contract = $1 AND point_type = $2 AND status = 'FINALIZED' AND finalized_at_ms >= $3 AND finalized_at_ms < $4
+             AND seq > $5
+           ORDER BY seq LIMIT $6`,
+    values: [work.contract, work.pointType, work.fromMs, work.toMs, work.afterSeq.toString(), limit],
+  });
+  return rows.map((row) => toStoredBatch(row, toUnits(row.total_units)));
+}
+
+/** The batch's recipients on a window board, as addToBoard adds them to the all-time board. */
+async function addToWindow(db: Queryable, window: number, batch: StoredBatch): Promise<number> {
+  return addToTables(db, WINDOW_TABLES, window, batch);
+}
+
+/** Records the batches added up to lastSeq, and makes the window board ready (read from) when `ready`. */
+async function advanceWindow(db: Queryable, window: number, lastSeq: bigint, added: number, ready: boolean): Promise<void> {
+  await db.query({
+    name: "pl-lb-advance-window",
+    text: `UPDATE window_boards SET after_seq = $2, batches = batches + $3, state = CASE WHEN $4::boolean THEN 'ready' ELSE state END
+           WHERE window_id = $1`,
+    values: [window, lastSeq.toString(), added, ready],
+  });
+}
+
+/**
+ * Deletes up to `limit` entries of a dropped window board; once fewer were left, its bands and
+ * its row too (it is gone: another board of the same window may be built meanwhile, under
+ * another window_id). Returns how many entries it deleted.
+ */
+async function dropWindowEntries(db: Queryable, window: number, limit: number): Promise<number> {
+  const deleted = await db.query({
+    name: "pl-lb-drop-window-entries",
+    text: `DELETE FROM window_entries WHERE window_id = $1
+             AND address IN (SELECT address FROM window_entries WHERE window_id = $1 LIMIT $2)`,
+    values: [window, limit],
+  });
+  const count = deleted.rowCount ?? 0;
+  if (count < limit) {
+    await db.query({ name: "pl-lb-drop-window-bands", text: "DELETE FROM window_bands WHERE window_id = $1", values: [window] });
+    await db.query({ name: "pl-lb-drop-window", text: "DELETE FROM window_boards WHERE window_id = $1", values: [window] });
+  }
+  return count;
+}
+
+/** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), over pg. */
+export const windowBoards = {
+  takeWindowWork,
+  windowBatches,
+  addToWindow,
+  advanceWindow,
+  dropWindowEntries,
+} satisfies WindowBoardsPort<Queryable, "async">;
+
 // ---- Reads -------------------------------------------------------------------------------------
 
 interface EntryRow {
@@ -157,46 +285,82 @@ function boardRows(rows: EntryRow[]): BoardRow[] {
   return rows.map((row) => ({ address: row.address as AddressKey, units: toUnits(row.units) }));
 }
 
-async function participantsOf(db: Queryable, contract: AddressKey, pointType: PointType): Promise<number> {
+/**
+ * A board as a read finds it: its tables and its key, an SQL expression over the statement's
+ * first parameters (`values`); a statement's own parameters are numbered after them (paramOf).
+ */
+interface KeptBoard {
+  tables: BoardTables;
+  key: string;
+  values: unknown[];
+}
+
+/**
+ * The all-time board, looked up in each statement (BOARD_SQL, an init plan) rather than first:
+ * a round trip saved, and the ranking index is still read in order from (board, …).
+ */
+function allTimeBoard(contract: AddressKey, pointType: PointType): KeptBoard {
+  return { tables: BOARD_TABLES, key: BOARD_SQL, values: [contract, pointType] };
+}
+
+/** A window board, by the window_id its read found (findWindowBoard). */
+function windowBoard(window: number): KeptBoard {
+  return { tables: WINDOW_TABLES, key: "$1", values: [window] };
+}
+
+/** The statement's own parameter n (from 1), after the board's key parameters. */
+function paramOf(board: KeptBoard, n: number): string {
+  return `$${board.values.length + n}`;
+}
+
+async function participantsOf(db: Queryable, board: KeptBoard): Promise<number> {
+  const { bands, key, name } = board.tables;
   const { rows } = await db.query<{ participants: string }>({
-    name: "pl-lb-participants",
-    text: `SELECT coalesce(sum(entries), 0) AS participants FROM board_bands WHERE board = ${BOARD_SQL}`,
-    values: [contract, pointType],
+    name: `pl-lb-${name}-participants`,
+    text: `SELECT coalesce(sum(entries), 0) AS participants FROM ${bands} WHERE ${key} = ${board.key}`,
+    values: board.values,
   });
   return Number(rows[0]!.participants);
 }
 
 /**
- * All time: the ranking index read from where the page starts. Past a cursor, the rest of its
- * amount's tie (address after it) then the amounts below: two index ranges, never a sort. The
- * board is looked up once per statement (BOARD_SQL, an init plan), so the ranking index is still
- * read in order from (board, …).
+ * A kept board (all time or a window board): the ranking index read from where the page starts.
+ * Past a cursor, the rest of its amount's tie (address after it) then the amounts below: two
+ * index ranges, never a sort.
  */
-async function readAllTimeRows(db: Queryable, query: BoardQuery, limit: number): Promise<BoardRow[]> {
+async function readKeptRows(db: Queryable, board: KeptBoard, after: BoardAfter | null, limit: number): Promise<BoardRow[]> {
+  const { entries, key, name } = board.tables;
   // e.address in ORDER BY: a bare `address` would name the output column (the text), sorted apart from the index.
-  const select = `SELECT ${ADDRESS_TEXT} AS address, e.points_units::text AS units FROM board_entries e`;
-  if (query.after === null) {
+  const select = `SELECT ${ADDRESS_TEXT} AS address, e.points_units::text AS units FROM ${entries} e WHERE e.${key} = ${board.key}`;
+  const param = (n: number) => paramOf(board, n);
+  if (after === null) {
     const { rows } = await db.query<EntryRow>({
-      name: "pl-lb-board-first",
-      text: `${select} WHERE e.board = ${BOARD_SQL} ORDER BY e.points_units DESC, e.address LIMIT $3`,
-      values: [query.contract, query.pointType, limit],
+      name: `pl-lb-${name}-first`,
+      text: `${select} ORDER BY e.points_units DESC, e.address LIMIT ${param(1)}`,
+      values: [...board.values, limit],
     });
     return boardRows(rows);
   }
-  const at = [query.contract, query.pointType, query.after.units.toString()];
+  const at = [...board.values, after.units.toString()];
   const tie = await db.query<EntryRow>({
-    name: "pl-lb-board-tie",
-    text: `${select} WHERE e.board = ${BOARD_SQL} AND e.points_units = $3::numeric AND e.address > ${addressBytes("$4")}
-           ORDER BY e.address LIMIT $5`,
-    values: [...at, query.after.address, limit],
+    name: `pl-lb-${name}-tie`,
+    text: `${select} AND e.points_units = ${param(1)}::numeric AND e.address > ${addressBytes(param(2))}
+           ORDER BY e.address LIMIT ${param(3)}`,
+    values: [...at, after.address, limit],
   });
   if (tie.rows.length >= limit) return boardRows(tie.rows);
   const below = await db.query<EntryRow>({
-    name: "pl-lb-board-below",
-    text: `${select} WHERE e.board = ${BOARD_SQL} AND e.points_units < $3::numeric ORDER BY e.points_units DESC, e.address LIMIT $4`,
+    name: `pl-lb-${name}-below`,
+    text: `${select} AND e.points_units < ${param(1)}::numeric ORDER BY e.points_units DESC, e.address LIMIT ${param(2)}`,
     values: [...at, limit - tie.rows.length],
   });
   return boardRows([...tie.rows, ...below.rows]);
+}
+
+/** A page of a kept board and its participants (in the caller's snapshot: they agree). */
+async function readKeptPage(db: Queryable, board: KeptBoard, query: BoardQuery): Promise<BoardPage> {
+  const rows = await readKeptRows(db, board, query.after, query.limit + 1);
+  return { participants: await participantsOf(db, board), ...pageOf(rows, query.limit) };
 }
 
 /** A window's board: its FINALIZED batches (batches_finalized) and their transfers, summed per recipient. */
@@ -207,12 +371,13 @@ const WINDOW_BOARD_SQL = `board AS (
     GROUP BY t.to_address HAVING sum(t.amount_units) > 0
   )`;
 
+/** A window's bounds as window_boards keeps them (no `from`: Number.MIN_SAFE_INTEGER). */
 function windowBounds(window: DayWindow): [number, number] {
   return [window.fromMs ?? Number.MIN_SAFE_INTEGER, window.toMs ?? Number.MAX_SAFE_INTEGER];
 }
 
-/** A window's page and its participants, one statement (the count is there even when the page is empty). */
-async function readWindowBoard(db: Queryable, query: BoardQuery, limit: number): Promise<{ participants: number; rows: BoardRow[] }> {
+/** A window's page and its participants from its batches, one statement (the count is there even when the page is empty). */
+async function readWindowBoard(db: Queryable, query: BoardQuery): Promise<BoardPage> {
   const { rows } = await db.query<{ participants: string; address: string | null; units: string | null }>({
     name: "pl-lb-window-board",
     text: `WITH ${WINDOW_BOARD_SQL}
@@ -228,61 +393,154 @@ async function readWindowBoard(db: Queryable, query: BoardQuery, limit: number):
       ...windowBounds(query.window),
       query.after?.units.toString() ?? null,
       query.after?.address ?? "",
-      limit,
+      query.limit + 1,
     ],
   });
   // Board order once more: a join does not promise to keep the lateral page's order.
   const page = boardRows(rows.filter((row) => row.address !== null) as EntryRow[]).sort((a, b) =>
     a.units === b.units ? (a.address < b.address ? -1 : 1) : a.units > b.units ? -1 : 1,
   );
-  return { participants: Number(rows[0]!.participants), rows: page };
+  return { participants: Number(rows[0]!.participants), ...pageOf(page, query.limit) };
 }
 
 function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: boolean } {
   return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
-/** A page of a board (all time or a window), read in one snapshot: its rows and participants agree. */
-async function readBoard(pool: PgPool, query: BoardQuery): Promise<BoardPage> {
-  return transaction(
-    pool,
-    async (db) => {
-      if (isAllTime(query.window)) {
-        const rows = await readAllTimeRows(db, query, query.limit + 1);
-        return { participants: await participantsOf(db, query.contract, query.pointType), ...pageOf(rows, query.limit) };
-      }
-      const { participants, rows } = await readWindowBoard(db, query, query.limit + 1);
-      return { participants, ...pageOf(rows, query.limit) };
-    },
-    { isolation: "REPEATABLE READ", readOnly: true },
-  );
+/** What an ended window's read found: its board, and its window board when one is ready and holds every FINALIZED batch of the window. */
+interface FoundWindowBoard {
+  board: number;
+  ready: { window: number; complete: boolean } | null;
 }
 
 /**
- * An address's place on the whole board: the entries of the bands above its amount's, plus the
+ * The ended window's board and its ready window board, with whether that holds as many batches
+ * as the window has FINALIZED (batches_finalized): equal counts are equal sets
+ * (../ports/leaderboards.ts). Null when the contract has no board of the point type yet.
+ */
+async function findWindowBoard(
+  db: Queryable,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+): Promise<FoundWindowBoard | null> {
+  const { rows } = await db.query<{ board: number; window_id: string | null; complete: boolean | null }>({
+    name: "pl-lb-find-window-board",
+    text: `SELECT b.board, w.window_id,
+             w.batches = (SELECT count(*) FROM batches WHERE contract = $1 AND point_type = $2 AND status = 'FINALIZED'
+                            AND finalized_at_ms >= $3 AND finalized_at_ms < $4) AS complete
+           FROM boards b LEFT JOIN window_boards w ON w.board = b.board AND w.from_ms = $3 AND w.to_ms = $4 AND w.state = 'ready'
+           WHERE b.contract = $1 AND b.point_type = $2`,
+    values: [contract, pointType, ...windowBounds(window)],
+  });
+  const row = rows[0];
+  if (!row) return null;
+  return { board: row.board, ready: row.window_id === null ? null : { window: toNumber(row.window_id), complete: row.complete === true } };
+}
+
+/**
+ * Asks for the window board of an ended window that was read from its batches, in one short
+ * transaction: a stale one (fewer batches than the window) is dropped, a new one is listed to be
+ * built unless one is (ON CONFLICT: another instance may ask at the same time), and the board
+ * keeps WINDOW_BOARDS_PER_BOARD at most, the oldest dropped. The window job does the work. The
+ * board's row is locked first, so two requests for one board queue instead of locking each
+ * other's window_boards rows in opposite orders (a deadlock would fail a read).
+ */
+async function requestWindowBoard(pool: PgPool, found: FoundWindowBoard, window: DayWindow, nowMs: number): Promise<void> {
+  await transaction(pool, async (db) => {
+    await db.query({ name: "pl-lb-lock-board", text: "SELECT 1 FROM boards WHERE board = $1 FOR NO KEY UPDATE", values: [found.board] });
+    if (found.ready !== null) {
+      await db.query({
+        name: "pl-lb-drop-stale-window",
+        text: "UPDATE window_boards SET state = 'dropping' WHERE window_id = $1 AND state = 'ready'",
+        values: [found.ready.window],
+      });
+    }
+    await db.query({
+      name: "pl-lb-request-window",
+      text: `INSERT INTO window_boards (board, from_ms, to_ms, state, created_at_ms) VALUES ($1, $2, $3, 'building', $4)
+             ON CONFLICT (board, from_ms, to_ms) WHERE state <> 'dropping' DO NOTHING`,
+      values: [found.board, ...windowBounds(window), nowMs],
+    });
+    await db.query({
+      name: "pl-lb-cap-windows",
+      text: `UPDATE window_boards SET state = 'dropping' WHERE state <> 'dropping' AND window_id IN (
+               SELECT window_id FROM window_boards WHERE board = $1 AND state <> 'dropping' ORDER BY window_id DESC OFFSET $2
+             )`,
+      values: [found.board, WINDOW_BOARDS_PER_BOARD],
+    });
+  });
+}
+
+/**
+ * A window (not all time) read from its window board when the window has ended by nowMs and its
+ * window board is ready and complete (findWindowBoard), else from its batches; one snapshot
+ * either way. After a read of an ended window from its batches, asks for its window board
+ * (outside the read's transaction, which is read-only).
+ */
+async function readWindow<T>(
+  pool: PgPool,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  nowMs: number | undefined,
+  read: { fromWindowBoard: (db: Queryable, board: KeptBoard) => Promise<T>; fromBatches: (db: Queryable) => Promise<T> },
+): Promise<T> {
+  // A window still open (or a reader without a time) is only ever read from its batches: one statement, one snapshot.
+  if (nowMs === undefined || window.toMs === null || window.toMs > nowMs) return read.fromBatches(pool);
+  const { result, request } = await transaction(
+    pool,
+    async (db) => {
+      const found = await findWindowBoard(db, contract, pointType, window);
+      if (found?.ready?.complete) return { result: await read.fromWindowBoard(db, windowBoard(found.ready.window)), request: null };
+      return { result: await read.fromBatches(db), request: found };
+    },
+    { isolation: "REPEATABLE READ", readOnly: true },
+  );
+  if (request !== null) await requestWindowBoard(pool, request, window, nowMs);
+  return result;
+}
+
+/** A page of a board (all time or a window), read in one snapshot: its rows and participants agree. */
+async function readBoard(pool: PgPool, query: BoardQuery): Promise<BoardPage> {
+  if (isAllTime(query.window)) {
+    const board = allTimeBoard(query.contract, query.pointType);
+    return transaction(pool, (db) => readKeptPage(db, board, query), { isolation: "REPEATABLE READ", readOnly: true });
+  }
+  return readWindow(pool, query.contract, query.pointType, query.window, query.nowMs, {
+    fromWindowBoard: (db, board) => readKeptPage(db, board, query),
+    fromBatches: (db) => readWindowBoard(db, query),
+  });
+}
+
+/**
+ * An address's place on a kept board: the entries of the bands above its amount's, plus the
  * entries inside its band with more (one range of the ranking index, bounded by bandUpperUnits).
  */
-async function readAllTimeStanding(db: Queryable, contract: AddressKey, pointType: PointType, address: AddressKey): Promise<BoardStanding> {
-  const participants = await participantsOf(db, contract, pointType);
+async function readKeptStanding(db: Queryable, board: KeptBoard, address: AddressKey): Promise<BoardStanding> {
+  const { entries, bands, key, name } = board.tables;
+  const param = (n: number) => paramOf(board, n);
+  const participants = await participantsOf(db, board);
   const entry = await db.query<{ units: string }>({
-    name: "pl-lb-entry",
-    text: `SELECT points_units::text AS units FROM board_entries WHERE board = ${BOARD_SQL} AND address = ${addressBytes("$3")}`,
-    values: [contract, pointType, address],
+    name: `pl-lb-${name}-entry`,
+    text: `SELECT points_units::text AS units FROM ${entries} WHERE ${key} = ${board.key} AND address = ${addressBytes(param(1))}`,
+    values: [...board.values, address],
   });
   const units = entry.rows[0] ? toUnits(entry.rows[0].units) : 0n;
   if (units === 0n) return { units, ahead: participants, participants };
   const band = rankBandOf(units);
   const { rows } = await db.query<{ above: string; inside: string }>({
-    name: "pl-lb-ahead",
+    name: `pl-lb-${name}-ahead`,
     text: `SELECT
-             (SELECT coalesce(sum(entries), 0) FROM board_bands WHERE board = ${BOARD_SQL} AND band > $3) AS above,
-             (SELECT count(*) FROM board_entries WHERE board = ${BOARD_SQL}
-                AND points_units > $4::numeric AND points_units < $5::numeric) AS inside`,
-    values: [contract, pointType, band, units.toString(), bandUpperUnits(band).toString()],
+             (SELECT coalesce(sum(entries), 0) FROM ${bands} WHERE ${key} = ${board.key} AND band > ${param(1)}) AS above,
+             (SELECT count(*) FROM ${entries} WHERE ${key} = ${board.key}
+                AND points_units > ${param(2)}::numeric AND points_units < ${param(3)}::numeric) AS inside`,
+    values: [...board.values, band, units.toString(), bandUpperUnits(band).toString()],
   });
   return { units, ahead: Number(rows[0]!.above) + Number(rows[0]!.inside), participants };
 }
 
+/** An address's place on a window's board from the window's batches, one statement. */
 async function readWindowStanding(
   db: Queryable,
   contract: AddressKey,
@@ -304,17 +562,26 @@ async function readWindowStanding(
   return { units: toUnits(row.units), ahead: Number(row.ahead), participants };
 }
 
+/** An address's place on a board (all time or a window), read in one snapshot. */
 async function readStanding(
   pool: PgPool,
   contract: AddressKey,
   pointType: PointType,
   window: DayWindow,
   address: AddressKey,
+  nowMs?: number,
 ): Promise<BoardStanding> {
-  if (!isAllTime(window)) return readWindowStanding(pool, contract, pointType, window, address);
-  return transaction(pool, (db) => readAllTimeStanding(db, contract, pointType, address), { isolation: "REPEATABLE READ", readOnly: true });
+  if (isAllTime(window)) {
+    const board = allTimeBoard(contract, pointType);
+    return transaction(pool, (db) => readKeptStanding(db, board, address), { isolation: "REPEATABLE READ", readOnly: true });
+  }
+  return readWindow(pool, contract, pointType, window, nowMs, {
+    fromWindowBoard: (db, board) => readKeptStanding(db, board, address),
+    fromBatches: (db) => readWindowStanding(db, contract, pointType, window, address),
+  });
 }
 
+/** Batches the history job has yet to add (reads answer 503 while any is left). */
 async function historyBackfillRemaining(pool: PgPool): Promise<number> {
   const { rows } = await pool.query<{ remaining: string }>({
     name: "pl-lb-backfill-remaining",
@@ -323,5 +590,5 @@ async function historyBackfillRemaining(pool: PgPool): Promise<number> {
   return Number(rows[0]!.remaining);
 }
 
-/** The LeaderboardsStore reads, over the pool (index.ts composes them; backfillHistory is a flow). */
+/** The LeaderboardsStore reads, over the pool (index.ts composes them; backfillHistory and buildWindowBoards are flows). */
 export const leaderboardReads = { readBoard, readStanding, historyBackfillRemaining };

@@ -418,4 +418,41 @@ export const MIGRATIONS: Migration[] = [
       INSERT INTO history_backfill (seq) SELECT seq FROM batches WHERE status = 'FINALIZED';
     `,
   },
+  {
+    // Window boards (src/store/ports/leaderboards.ts; the SQLite migration 16 does the same): an
+    // ended window read like the all-time board, from tables of the board tables' shape keyed by
+    // window_id (\`window\` is reserved in PostgreSQL). window_id is never reused, so the entries
+    // of a dropped window board can be deleted by it in steps while a new board of the same
+    // window is built: only one row per (board, window) is kept (not 'dropping') at a time.
+    // from_ms is Number.MIN_SAFE_INTEGER for a window without \`from\`. after_seq and batches say
+    // which batches of the window are added: those up to after_seq, \`batches\` of them.
+    version: 14,
+    name: "window_boards",
+    sql: `
+      CREATE TABLE window_boards (
+        window_id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        board INTEGER NOT NULL,
+        from_ms BIGINT NOT NULL,
+        to_ms BIGINT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('building', 'ready', 'dropping')),
+        after_seq BIGINT NOT NULL DEFAULT 0,
+        batches BIGINT NOT NULL DEFAULT 0,
+        created_at_ms BIGINT NOT NULL
+      );
+      CREATE UNIQUE INDEX window_boards_kept ON window_boards (board, from_ms, to_ms) WHERE state <> 'dropping';
+      CREATE TABLE window_entries (
+        window_id BIGINT NOT NULL,
+        address BYTEA NOT NULL CHECK (octet_length(address) = 20),
+        ${amount("points_units")},
+        PRIMARY KEY (window_id, address)
+      );
+      CREATE INDEX window_ranking ON window_entries (window_id, points_units DESC, address);
+      CREATE TABLE window_bands (
+        window_id BIGINT NOT NULL,
+        band INTEGER NOT NULL,
+        entries BIGINT NOT NULL CHECK (entries >= 0),
+        PRIMARY KEY (window_id, band)
+      );
+    `,
+  },
 ];
