@@ -2,7 +2,10 @@ import Database from "better-sqlite3";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+import type { AddressKey } from "../src/domain/address.js";
+import { DAY_MS, type DayWindow } from "../src/domain/leaderboard.js";
+import { UNITS_PER_POINT } from "../src/domain/points.js";
 import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { toPair } from "../src/store/sqlite/db.js";
 import { MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
@@ -31,14 +34,26 @@ function open(path: string): LedgerStore {
   return store;
 }
 
-/** A connection of its own to a store's database for one read or change, closed at once. */
-function withRaw<T>(store: LedgerStore, use: (raw: Database.Database) => T): T {
-  const raw = new Database(paths.get(store)!);
+/** A connection of its own to a database file for one read or change, closed at once. */
+function withRaw<T>(path: string, use: (raw: Database.Database) => T): T {
+  const raw = new Database(path);
   try {
     return use(raw);
   } finally {
     raw.close();
   }
+}
+
+function windowBoardsOf(path: string): { boards: WindowBoardRow[]; strayEntries: number } {
+  return withRaw(path, (raw) => ({
+    boards: raw
+      .prepare("SELECT from_ms AS fromMs, to_ms AS toMs, state, batches FROM window_boards ORDER BY window_id")
+      .all() as WindowBoardRow[],
+    strayEntries: raw
+      .prepare("SELECT count(*) FROM window_entries WHERE window_id NOT IN (SELECT window_id FROM window_boards)")
+      .pluck()
+      .get() as number,
+  }));
 }
 
 /**
@@ -96,18 +111,9 @@ leaderboardsSuite("Leaderboards on SQLite", {
     writeOldDatabase(path, batches);
     return [open(path), open(path)];
   },
-  windowBoards: async (store) =>
-    withRaw(store, (raw) => ({
-      boards: raw
-        .prepare("SELECT from_ms AS fromMs, to_ms AS toMs, state, batches FROM window_boards ORDER BY window_id")
-        .all() as WindowBoardRow[],
-      strayEntries: raw
-        .prepare("SELECT count(*) FROM window_entries WHERE window_id NOT IN (SELECT window_id FROM window_boards)")
-        .pluck()
-        .get() as number,
-    })),
+  windowBoards: async (store) => windowBoardsOf(paths.get(store)!),
   raiseWindowEntries: async (store) => {
-    withRaw(store, (raw) => raw.prepare("UPDATE window_entries SET points_w = points_w + 1").run());
+    withRaw(paths.get(store)!, (raw) => raw.prepare("UPDATE window_entries SET points_w = points_w + 1").run());
   },
 });
 
@@ -141,16 +147,6 @@ compactHistorySuite("Compact boards and daily receipts on SQLite", {
     const path = join(directory, `fresh-${databases++}.db`);
     const store = open(path);
     await store.migrate();
-    // A connection of its own for each read or change, closed at once.
-    const withRaw = <T>(use: (raw: Database.Database) => T): T => {
-      const raw = new Database(path);
-      raw.defaultSafeIntegers(true);
-      try {
-        return use(raw);
-      } finally {
-        raw.close();
-      }
-    };
     const bytes = (address: string) => Buffer.from(address.slice(2), "hex");
     const changes: Record<HistoryTamper, string> = {
       entry: "UPDATE board_entries SET points_f = points_f + @delta WHERE address = @address",
@@ -161,17 +157,55 @@ compactHistorySuite("Compact boards and daily receipts on SQLite", {
     return {
       store,
       dayTimes: async (address) =>
-        withRaw((raw) =>
+        withRaw(path, (raw) =>
           (
             raw
               .prepare("SELECT day_ms, first_at_ms, last_at_ms FROM received_daily WHERE address = ?")
               .raw(true)
-              .get(bytes(address)) as bigint[]
+              .get(bytes(address)) as number[]
           ).map(Number),
         ) as [number, number, number],
       tamper: async (kind, address, band, delta) => {
-        withRaw((raw) => raw.prepare(changes[kind]).run({ address: bytes(address), band, delta }));
+        withRaw(path, (raw) => raw.prepare(changes[kind]).run({ address: bytes(address), band, delta }));
       },
     };
   },
+});
+
+describe("Window boards on SQLite", () => {
+  it("answers a read of an ended window while another process holds the write lock, and asks for its window board at the next read", async () => {
+    const path = join(directory, `busy-${databases++}.db`);
+    const store = open(path);
+    await store.migrate();
+    const t0 = Date.UTC(2026, 2, 1);
+    const contract = `0x${"ab".repeat(20)}` as AddressKey;
+    const recipient = `0x${"cd".repeat(20)}` as AddressKey;
+    await store.credit({ address: contract, creditId: "fund", pointType: "PHASE2_POINTS", amount: 10n * UNITS_PER_POINT, createdAtMs: t0 });
+    const submitted = await store.submitBatch({
+      contract,
+      batchId: "b1",
+      pointType: "PHASE2_POINTS",
+      transfers: [{ toAddress: recipient, amount: 3n * UNITS_PER_POINT }],
+      total: 3n * UNITS_PER_POINT,
+      secondsToFinalize: 1,
+      createdAtMs: t0 + 1000,
+    });
+    expect(submitted.kind).toBe("accepted");
+    expect(await store.finalizeDue(t0 + 5000, 10)).toHaveLength(1);
+    const window: DayWindow = { fromDay: "2026-03-01", toDay: "2026-03-02", fromMs: t0, toMs: t0 + DAY_MS };
+    const query = { contract, pointType: "PHASE2_POINTS", window, limit: 10, after: null, nowMs: t0 + 2 * DAY_MS };
+    const expected = { participants: 1, rows: [{ address: recipient, units: 3n * UNITS_PER_POINT }], more: false };
+    const other = new Database(path);
+    try {
+      // Another process's write lock outlasts the busy timeout: the read answers, and asks for nothing.
+      other.exec("BEGIN IMMEDIATE");
+      expect(await store.readBoard(query)).toEqual(expected);
+      other.exec("ROLLBACK");
+    } finally {
+      other.close();
+    }
+    expect(windowBoardsOf(path).boards).toEqual([]);
+    expect(await store.readBoard(query)).toEqual(expected);
+    expect(windowBoardsOf(path).boards).toEqual([{ fromMs: t0, toMs: t0 + DAY_MS, state: "building", batches: 0 }]);
+  }, 30_000);
 });

@@ -62,6 +62,12 @@ const UNAVAILABLE_CONDITIONS: Record<string, { message: string; retryAfterSecond
   SQLITE_PROTOCOL: { message: "the database is busy", retryAfterSeconds: BUSY_RETRY_AFTER_SECONDS },
 };
 
+/** Whether `error` is one of UNAVAILABLE_CONDITIONS: the database cannot serve this now (full, read-only, busy, …). */
+export function isUnavailableCondition(error: unknown): boolean {
+  const code = sqliteCodeOf(error);
+  return code !== undefined && code in UNAVAILABLE_CONDITIONS;
+}
+
 /** The primary SQLite result code of `error` ("SQLITE_READONLY" for SQLITE_READONLY_DIRECTORY), if any. */
 export function sqliteCodeOf(error: unknown): string | undefined {
   if (!(error instanceof Database.SqliteError)) return undefined;

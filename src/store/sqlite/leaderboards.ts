@@ -7,7 +7,7 @@ import type { StoredBatch } from "../ports/batches.js";
 import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort, WindowBoardsPort, WindowBoardWork } from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
 import type { BatchRow } from "./batches.js";
-import { fromPair, fromTriple, statement, toNumber, toTriple, type SqliteDb } from "./db.js";
+import { fromPair, fromTriple, isUnavailableCondition, statement, toNumber, toTriple, type SqliteDb } from "./db.js";
 
 /**
  * The leaderboards and received_daily (../ports/leaderboards.ts) over SQLite. Amounts are the
@@ -387,6 +387,20 @@ function requestWindowBoard(db: SqliteDb, request: WindowRequest): void {
   }).immediate();
 }
 
+/**
+ * requestWindowBoard after a read, unless the database cannot take the write now (full,
+ * read-only, another process's lock past the busy timeout): the read has its answer, and the
+ * next read of the window asks again.
+ */
+function askForWindowBoard(db: SqliteDb, request: WindowRequest | null): void {
+  if (request === null) return;
+  try {
+    requestWindowBoard(db, request);
+  } catch (error) {
+    if (!isUnavailableCondition(error)) throw error;
+  }
+}
+
 /** A page of a board (all time or a window), read in one transaction: its rows and participants agree. */
 function readBoard(db: SqliteDb, query: BoardQuery): BoardPage {
   const { page, request } = db.transaction((): { page: BoardPage; request: WindowRequest | null } => {
@@ -403,7 +417,7 @@ function readBoard(db: SqliteDb, query: BoardQuery): BoardPage {
     const { participants, rows } = readWindowBoard(db, query, query.limit + 1);
     return { page: { participants, ...pageOf(rows, query.limit) }, request: source.request };
   })();
-  if (request !== null) requestWindowBoard(db, request);
+  askForWindowBoard(db, request);
   return page;
 }
 
@@ -480,7 +494,7 @@ function readStanding(
     if (source.kind === "board") return { standing: readRankedStanding(db, WINDOW_TABLES, source.window, address), request: null };
     return { standing: readWindowStanding(db, contract, pointType, window, address), request: source.request };
   })();
-  if (request !== null) requestWindowBoard(db, request);
+  askForWindowBoard(db, request);
   return standing;
 }
 
