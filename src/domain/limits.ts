@@ -213,13 +213,19 @@ export const HISTORY_BACKFILL_MAX_STEPS = 100;
 export const HISTORY_BACKFILL_INTERVAL_MS = 60_000;
 
 /**
- * Window boards (src/store/ports/leaderboards.ts): how many a board keeps (a read of another ended
- * window drops the oldest), how often the window job looks for one to build once none was left,
- * and how many entries of a dropped one a step deletes per batch of its step size.
+ * Window boards (src/store/ports/leaderboards.ts): how many a board keeps (a read of another
+ * window drops the oldest asked), how often the window job looks for batches to add once none
+ * was left (a window still open gains one with each finalization inside it), and how many
+ * entries of a dropped one a step deletes per batch of its step size.
  */
 export const WINDOW_BOARDS_PER_BOARD = 8;
-export const WINDOW_BOARDS_INTERVAL_MS = 1_000;
+export const WINDOW_BOARDS_INTERVAL_MS = 250;
 export const WINDOW_DROP_ENTRIES_PER_BATCH = 2_000;
+/**
+ * How long before the reader's now a batch may have finalized and still be missing from a window
+ * board that a read uses (API.md: a batch shows in the leaderboards within 1 s of its finalizedAt).
+ */
+export const WINDOW_BOARD_LAG_MS = 1_000;
 
 /**
  * How far in the past `asOf` must be: every write stamped at or before it has committed by then

@@ -50,9 +50,9 @@ export async function backfillHistory<Db>(database: LedgerDatabase<Db>, limit: n
 /**
  * One bounded step of the window job (src/worker/window-boards.ts): drops up to `limit` ×
  * WINDOW_DROP_ENTRIES_PER_BATCH entries of a window board being dropped, or adds up to `limit`
- * batches of its window to one being built, in seq order after the last one added, and marks it
- * ready when none is left. One transaction: the batches added and the count read with the board
- * (src/store/ports/leaderboards.ts) move together. Returns 0 when there was nothing to do, else `limit`.
+ * FINALIZED batches of its window that a window board does not hold yet, and marks it ready when
+ * none is left. One transaction: the batches, the entries and the count move together
+ * (src/store/ports/leaderboards.ts). Returns 0 when there was nothing to do, else `limit`.
  */
 export async function buildWindowBoards<Db>(database: LedgerDatabase<Db>, limit: number): Promise<number> {
   return inTransaction(database, function* (ports, db) {
@@ -64,20 +64,15 @@ export async function buildWindowBoards<Db>(database: LedgerDatabase<Db>, limit:
     }
     const batches = yield* io(ports.windowBoards.windowBatches(db, work, limit));
     assertInvariant(batches.length <= limit, `window ${work.window}: ${batches.length} batches for a step of ${limit}`);
-    let lastSeq = work.afterSeq;
+    const window = { fromDay: null, toDay: null, fromMs: work.fromMs, toMs: work.toMs };
     for (const batch of batches) {
-      const window = { fromDay: null, toDay: null, fromMs: work.fromMs, toMs: work.toMs };
       assertInvariant(
-        batch.status === "FINALIZED" &&
-          batch.finalizedAtMs !== null &&
-          inWindow(window, batch.finalizedAtMs) &&
-          BigInt(batch.seq) > lastSeq,
-        `window ${work.window}: batch ${batch.batchId} (${batch.status}) is not the window's next FINALIZED batch`,
+        batch.status === "FINALIZED" && batch.finalizedAtMs !== null && inWindow(window, batch.finalizedAtMs),
+        `window ${work.window}: batch ${batch.batchId} (${batch.status}) is not a FINALIZED batch of the window`,
       );
       yield* io(ports.windowBoards.addToWindow(db, work.window, batch));
-      lastSeq = BigInt(batch.seq);
     }
-    yield* io(ports.windowBoards.advanceWindow(db, work.window, lastSeq, batches.length, batches.length < limit));
+    yield* io(ports.windowBoards.advanceWindow(db, work.window, batches.length, batches.length < limit));
     return limit;
   });
 }

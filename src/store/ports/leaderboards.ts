@@ -21,18 +21,22 @@ import type { Io, Out } from "./io.js";
  *   place, with the day's first and last receipt times. An address's receivedCumulative as of a
  *   time is its days whose last receipt was by then, plus, for the one day that straddles the
  *   time (first ≤ asOf < last), its transfers in that day's batches of the contract up to then.
- * Windows that are still open are read from the FINALIZED batches of the window (batches_finalized
- * index) and their transfers: nothing more is written per transfer for them. A window that has
- * ended (`to` at or before the reader's now) is read like the all-time board from a window board
- * (SQLite migration 16 / PostgreSQL 14): window_boards (one per board and window, with how many
- * batches it holds), window_entries, window_ranking and window_bands, the board tables' shape.
- * The window job (src/worker/window-boards.ts, the flow src/ledger/history.ts buildWindowBoards)
- * builds one in bounded steps after a read asked for it, WINDOW_BOARDS_PER_BOARD at most per
- * board (the oldest is dropped, in steps too). Until it is ready, and whenever it holds fewer
- * batches than the window's FINALIZED batches (a batch finalized inside an ended window: a clock
- * set back, or skewed between instances), reads use the batches instead, so a window board can
- * be late but never wrong: it only ever holds FINALIZED batches of its window, each once, and a
- * batch never leaves that state, so equal counts are equal sets.
+ * A window (whole UTC days, ended or still open) is read from its window board once one is kept
+ * for it (SQLite migration 16 / PostgreSQL 14): window_boards (one per board and window, with how
+ * many batches it holds), window_batches (which ones: a row per batch, not per transfer),
+ * window_entries, window_ranking and window_bands (the board tables' shape, read by the same
+ * code). The window job (src/worker/window-boards.ts, the flow src/ledger/history.ts
+ * buildWindowBoards) builds one in bounded steps after a read asked for it, and then adds each
+ * FINALIZED batch of the window that it does not hold yet (a window still open gains one with
+ * every finalization inside it); WINDOW_BOARDS_PER_BOARD are kept per board (the oldest asked is
+ * dropped, in steps too). Nothing is written for windows in a finalization's transaction.
+ * A window board holds only FINALIZED batches of its window, each once, and a batch never leaves
+ * that state: so it misses a batch exactly when it holds fewer than the window's FINALIZED
+ * batches (one count over batches_finalized). A read uses it when it misses none, or only batches
+ * finalized less than WINDOW_BOARD_LAG_MS before the reader's now (API.md: a batch shows within
+ * 1 s of its finalizedAt); otherwise (still building, the job behind, or a batch finalized inside
+ * an ended window by a clock set back) it sums the window's batches and their transfers, so a
+ * window board can be late but a read is never wrong.
  * history_backfill lists the batches that were FINALIZED before these tables existed; the
  * history job (src/worker/) adds them in bounded steps through the same flow.
  */
@@ -49,7 +53,7 @@ export interface BoardQuery {
   window: DayWindow;
   limit: number;
   after: BoardAfter | null;
-  /** The reader's time: a window that ended by then may be read from its window board (none: always from the batches). */
+  /** The reader's time: what a window board may lag behind (none: windows are always read from their batches). */
   nowMs?: number;
 }
 
@@ -128,22 +132,23 @@ export interface WindowBoardWork {
   pointType: PointType;
   fromMs: number;
   toMs: number;
-  state: "building" | "dropping";
-  /** The batches already added are those of the window up to this seq (0: none yet). */
-  afterSeq: bigint;
+  state: "building" | "ready" | "dropping";
 }
 
 /** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), inside its transaction `db`. */
 export interface WindowBoardsPort<Db, out M extends Io = Io> {
-  /** A window board to drop (first) or to build, locked for this transaction; null when none is. */
+  /**
+   * A window board to drop (first), or one that misses FINALIZED batches of its window (being
+   * built, or behind), locked for this transaction; null when none is.
+   */
   takeWindowWork(db: Db): Out<M, WindowBoardWork | null>;
-  /** Up to `limit` FINALIZED batches of the work's board finalized in [fromMs, toMs) after afterSeq, in seq order. */
+  /** Up to `limit` FINALIZED batches of the work's window (finalized in [fromMs, toMs)) that its window board does not hold, in seq order. */
   windowBatches(db: Db, work: WindowBoardWork, limit: number): Out<M, StoredBatch[]>;
-  /** Adds the batch's transfers to the window board, as addToBoard adds them to the board; returns the recipients ranked. */
+  /** Adds the batch to the window board: its transfers as addToBoard adds them to the board, and the batch to window_batches; the recipients ranked. */
   addToWindow(db: Db, window: number, batch: StoredBatch): Out<M, number>;
-  /** Records that batches up to lastSeq are added (`added` more of them); `ready` when none is left, so reads use it. */
-  advanceWindow(db: Db, window: number, lastSeq: bigint, added: number, ready: boolean): Out<M, void>;
-  /** Deletes up to `limit` entries of a dropped window board, and the board itself (bands, row) once none is left; how many entries it deleted. */
+  /** Counts `added` more batches held; `ready` (none left to add) lets reads use it. */
+  advanceWindow(db: Db, window: number, added: number, ready: boolean): Out<M, void>;
+  /** Deletes up to `limit` entries of a dropped window board, and the board itself (batches, bands, row) once none is left; how many entries it deleted. */
   dropWindowEntries(db: Db, window: number, limit: number): Out<M, number>;
 }
 
