@@ -90,8 +90,8 @@ leaderboardsSuite("Leaderboards on PostgreSQL", {
       strayEntries: Number(stray!.entries),
     };
   },
-  raiseWindowEntries: async (store) => {
-    await schemaOf.get(store)!.query("UPDATE window_entries SET points_units = points_units + 1000000000000");
+  shiftWindowEntries: async (store, points) => {
+    await schemaOf.get(store)!.query("UPDATE window_entries SET points_units = points_units + $1 * 1000000000000", [points]);
   },
   oldStores: async (batches) => {
     const schema = await newSchema();

@@ -112,8 +112,8 @@ leaderboardsSuite("Leaderboards on SQLite", {
     return [open(path), open(path)];
   },
   windowBoards: async (store) => windowBoardsOf(paths.get(store)!),
-  raiseWindowEntries: async (store) => {
-    withRaw(paths.get(store)!, (raw) => raw.prepare("UPDATE window_entries SET points_w = points_w + 1").run());
+  shiftWindowEntries: async (store, points) => {
+    withRaw(paths.get(store)!, (raw) => raw.prepare("UPDATE window_entries SET points_w = points_w + ?").run(points));
   },
 });
 

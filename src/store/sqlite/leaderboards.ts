@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
-import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
+import { WINDOW_BOARD_LAG_MS, WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
 import type { StoredBatch } from "../ports/batches.js";
 import type { BoardPage, BoardQuery, BoardStanding, LeaderboardsPort, WindowBoardsPort, WindowBoardWork } from "../ports/leaderboards.js";
@@ -129,17 +129,29 @@ interface WindowWorkRow {
   point_type: string;
   from_ms: bigint;
   to_ms: bigint;
-  state: "building" | "dropping";
-  after_seq: bigint;
+  state: "building" | "ready" | "dropping";
 }
 
-/** A window board to drop (first) or to build, oldest first (one connection: nothing else takes it meanwhile). */
+/** The FINALIZED batches of a window board's window (`w`: its window_boards row, `b`: its boards row), by batches_finalized. */
+const WINDOW_FINALIZED_SQL = `batches f WHERE f.contract = b.contract AND f.point_type = b.point_type AND f.status = 'FINALIZED'
+  AND f.finalized_at_ms >= w.from_ms AND f.finalized_at_ms < w.to_ms`;
+
+/** Of those, the ones the window board does not hold. */
+const WINDOW_MISSING_SQL = `${WINDOW_FINALIZED_SQL}
+  AND NOT EXISTS (SELECT 1 FROM window_batches x WHERE x.window_id = w.window_id AND x.seq = f.seq)`;
+
+/**
+ * A window board to drop (first), or one that misses batches of its window: being built, or
+ * ready and holding fewer than its window's FINALIZED batches (one count each); oldest first
+ * (one connection: nothing else takes it meanwhile).
+ */
 function takeWindowWork(db: SqliteDb): WindowBoardWork | null {
   const row = statement(
     db,
-    `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, w.after_seq
+    `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state
      FROM window_boards w JOIN boards b ON b.board = w.board
-     WHERE w.state IN ('dropping', 'building') ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1`,
+     WHERE w.state IN ('dropping', 'building') OR (w.state = 'ready' AND w.batches < (SELECT count(*) FROM ${WINDOW_FINALIZED_SQL}))
+     ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1`,
   ).get() as WindowWorkRow | undefined;
   if (row === undefined) return null;
   return {
@@ -149,38 +161,32 @@ function takeWindowWork(db: SqliteDb): WindowBoardWork | null {
     fromMs: toNumber(row.from_ms),
     toMs: toNumber(row.to_ms),
     state: row.state,
-    afterSeq: BigInt(row.after_seq),
   };
 }
 
-/** The window's FINALIZED batches of the work's board after afterSeq, in seq order (batches_finalized, then sorted). */
+/** The window's FINALIZED batches that its window board does not hold, in seq order. */
 function windowBatches(db: SqliteDb, work: WindowBoardWork, limit: number): StoredBatch[] {
   const rows = statement(
     db,
-    `SELECT * FROM batches WHERE contract = @contract AND point_type = @pointType AND status = 'FINALIZED'
-       AND finalized_at_ms >= @fromMs AND finalized_at_ms < @toMs AND seq > @afterSeq
-     ORDER BY seq LIMIT @limit`,
-  ).all({
-    contract: work.contract,
-    pointType: work.pointType,
-    fromMs: work.fromMs,
-    toMs: work.toMs,
-    afterSeq: work.afterSeq,
-    limit,
-  }) as BatchRow[];
+    `SELECT f.* FROM window_boards w JOIN boards b ON b.board = w.board JOIN ${WINDOW_MISSING_SQL}
+       AND w.window_id = @window
+     ORDER BY f.seq LIMIT @limit`,
+  ).all({ window: work.window, limit }) as BatchRow[];
   return rows.map((row) => toStoredBatch(row, fromPair(row.total_w, row.total_f)));
 }
 
+/** The batch's transfers on the window board, and the batch among those it holds (a batch added twice fails on the key). */
 function addToWindow(db: SqliteDb, window: number, batch: StoredBatch): number {
+  statement(db, "INSERT INTO window_batches (window_id, seq) VALUES (?, ?)").run(window, BigInt(batch.seq));
   return addTransfers(db, WINDOW_TABLES, window, batch.seq);
 }
 
-function advanceWindow(db: SqliteDb, window: number, lastSeq: bigint, added: number, ready: boolean): void {
+function advanceWindow(db: SqliteDb, window: number, added: number, ready: boolean): void {
   statement(
     db,
-    `UPDATE window_boards SET after_seq = @lastSeq, batches = batches + @added, state = CASE WHEN @ready THEN 'ready' ELSE state END
+    `UPDATE window_boards SET batches = batches + @added, state = CASE WHEN @ready THEN 'ready' ELSE state END
      WHERE window_id = @window`,
-  ).run({ window, lastSeq, added, ready: ready ? 1 : 0 });
+  ).run({ window, added, ready: ready ? 1 : 0 });
 }
 
 /** Up to `limit` entries of a dropped window board; its bands and row go with the last of them. */
@@ -191,6 +197,7 @@ function dropWindowEntries(db: SqliteDb, window: number, limit: number): number 
        AND address IN (SELECT address FROM window_entries WHERE window_id = @window LIMIT @limit)`,
   ).run({ window, limit }).changes;
   if (deleted < limit) {
+    statement(db, "DELETE FROM window_batches WHERE window_id = ?").run(window);
     statement(db, "DELETE FROM window_bands WHERE window_id = ?").run(window);
     statement(db, "DELETE FROM window_boards WHERE window_id = ?").run(window);
   }
@@ -321,23 +328,22 @@ function windowParticipants(db: SqliteDb, contract: AddressKey, pointType: Point
   );
 }
 
-/** Where a window is read from: its window board, or its batches (and then, maybe, what to ask the window job for). */
+/** Where a window is read from: its window board, or its batches (and then, maybe, a window board to ask the window job for). */
 type WindowSource = { kind: "board"; window: number } | { kind: "batches"; request: WindowRequest | null };
 
-/** A window board to build (`stale`: a ready one of the same window that misses batches, to drop). */
+/** A window board to list for the window job. */
 interface WindowRequest {
   board: bigint;
   fromMs: number;
   toMs: number;
-  stale: number | null;
   nowMs: number;
 }
 
 /**
- * A window that ended by the reader's now is read from its window board when that is ready and
- * holds as many batches as the window has FINALIZED (../ports/leaderboards.ts: then the same
- * batches); otherwise from the batches, and the window board is asked for. Open windows, boards
- * not yet created and readers that give no time read the batches.
+ * A window is read from its window board when that is ready and misses no FINALIZED batch of
+ * the window, or only batches finalized less than WINDOW_BOARD_LAG_MS before the reader's now
+ * (../ports/leaderboards.ts); otherwise from its batches, and a window board is asked for when
+ * none is kept. Readers that give no time, and boards not created yet, read the batches.
  */
 function windowSource(
   db: SqliteDb,
@@ -346,35 +352,33 @@ function windowSource(
   window: DayWindow,
   nowMs: number | undefined,
 ): WindowSource {
-  if (nowMs === undefined || window.toMs === null || window.toMs > nowMs) return { kind: "batches", request: null };
+  if (nowMs === undefined) return { kind: "batches", request: null };
   const board = boardId(db, contract, pointType, false);
   if (board === null) return { kind: "batches", request: null };
   const { fromMs, toMs } = windowBounds(window);
   const kept = statement(
     db,
-    "SELECT window_id, batches FROM window_boards WHERE board = ? AND from_ms = ? AND to_ms = ? AND state = 'ready'",
-  ).get(board, fromMs, toMs) as { window_id: bigint; batches: bigint } | undefined;
-  if (kept !== undefined) {
-    const finalized = statement(
-      db,
-      `SELECT count(*) FROM batches WHERE contract = ? AND point_type = ? AND status = 'FINALIZED'
-         AND finalized_at_ms >= ? AND finalized_at_ms < ?`,
-    )
-      .pluck()
-      .get(contract, pointType, fromMs, toMs) as bigint;
-    if (BigInt(finalized) === BigInt(kept.batches)) return { kind: "board", window: toNumber(kept.window_id) };
-  }
-  return { kind: "batches", request: { board, fromMs, toMs, stale: kept === undefined ? null : toNumber(kept.window_id), nowMs } };
+    `SELECT w.window_id, w.state, w.batches = (SELECT count(*) FROM ${WINDOW_FINALIZED_SQL}) AS complete
+     FROM window_boards w JOIN boards b ON b.board = w.board
+     WHERE w.board = ? AND w.from_ms = ? AND w.to_ms = ? AND w.state <> 'dropping'`,
+  ).get(board, fromMs, toMs) as { window_id: bigint; state: string; complete: bigint } | undefined;
+  if (kept === undefined) return { kind: "batches", request: { board, fromMs, toMs, nowMs } };
+  if (kept.state !== "ready") return { kind: "batches", request: null };
+  const source = { kind: "board", window: toNumber(kept.window_id) } as const;
+  if (BigInt(kept.complete) === 1n) return source;
+  const oldestMissing = statement(
+    db,
+    `SELECT min(f.finalized_at_ms) FROM window_boards w JOIN boards b ON b.board = w.board JOIN ${WINDOW_MISSING_SQL}
+       AND w.window_id = ?`,
+  )
+    .pluck()
+    .get(kept.window_id) as bigint | null;
+  return oldestMissing === null || toNumber(oldestMissing) > nowMs - WINDOW_BOARD_LAG_MS ? source : { kind: "batches", request: null };
 }
 
-/**
- * Asks the window job for a window board: a stale one is dropped, a new one listed to build
- * (unless one is kept already), and the board's oldest past WINDOW_BOARDS_PER_BOARD dropped.
- */
+/** Lists a window board for the window job (unless one is kept already), and drops the board's oldest past WINDOW_BOARDS_PER_BOARD. */
 function requestWindowBoard(db: SqliteDb, request: WindowRequest): void {
   db.transaction(() => {
-    if (request.stale !== null)
-      statement(db, "UPDATE window_boards SET state = 'dropping' WHERE window_id = ? AND state = 'ready'").run(request.stale);
     statement(
       db,
       `INSERT OR IGNORE INTO window_boards (board, from_ms, to_ms, state, created_at_ms) VALUES (@board, @fromMs, @toMs, 'building', @nowMs)`,

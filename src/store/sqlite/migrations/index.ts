@@ -507,13 +507,14 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
-    // Window boards (src/store/ports/leaderboards.ts): the board of a leaderboard window that has
-    // ended, built once by the window job from the window's FINALIZED batches after a read asked
-    // for it, and read as the all-time board is (its entries, ranking index and bands have the
-    // board tables' shape, keyed by window_id instead of board). window_id is never reused
-    // (AUTOINCREMENT): a dropped window board's entries are deleted by it in steps. At most one
-    // kept (not dropping) window board per board and window; `batches` counts the batches added,
-    // which a read compares with the window's FINALIZED batches before it uses the window board.
+    // Window boards (src/store/ports/leaderboards.ts): the board of a leaderboard window, built by
+    // the window job from the window's FINALIZED batches after a read asked for it and kept
+    // current by it, read as the all-time board is (its entries, ranking index and bands have the
+    // board tables' shape, keyed by window_id instead of board). window_batches says which batches
+    // a window board holds (a row per batch), `batches` how many: a read compares that with the
+    // window's FINALIZED batches. window_id is never reused (AUTOINCREMENT): a dropped window
+    // board's entries are deleted by it in steps. At most one kept (not dropping) window board
+    // per board and window.
     version: 16,
     name: "window_boards",
     sql: `
@@ -523,11 +524,15 @@ export const MIGRATIONS: Migration[] = [
         from_ms INTEGER NOT NULL,
         to_ms INTEGER NOT NULL,
         state TEXT NOT NULL CHECK (state IN ('building', 'ready', 'dropping')),
-        after_seq INTEGER NOT NULL DEFAULT 0,
         batches INTEGER NOT NULL DEFAULT 0,
         created_at_ms INTEGER NOT NULL
       );
       CREATE UNIQUE INDEX window_boards_kept ON window_boards (board, from_ms, to_ms) WHERE state <> 'dropping';
+      CREATE TABLE window_batches (
+        window_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (window_id, seq)
+      ) WITHOUT ROWID;
       CREATE TABLE window_entries (
         window_id INTEGER NOT NULL,
         address BLOB NOT NULL CHECK (length(address) = 20),
