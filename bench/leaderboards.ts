@@ -80,6 +80,8 @@ interface Tally {
   startMs: number;
   endMs: number;
   windowSpec: DayWindow;
+  /** Transfers finalized inside windowSpec. */
+  windowTransfers: number;
 }
 
 interface SeedFigures {
@@ -117,7 +119,14 @@ async function seed(store: Store, options: LeaderboardsOptions, contract: Addres
   const startMs = Math.floor(Date.now() / DAY_MS) * DAY_MS - 90 * DAY_MS;
   const windowSpec = windowOf(startMs);
   const createdAt = (k: number) => startMs + Math.floor((k * SPAN_DAYS * DAY_MS) / batches);
-  const tally: Tally = { allTime: new BigInt64Array(n), window: new BigInt64Array(n), startMs, endMs: startMs, windowSpec };
+  const tally: Tally = {
+    allTime: new BigInt64Array(n),
+    window: new BigInt64Array(n),
+    startMs,
+    endMs: startMs,
+    windowSpec,
+    windowTransfers: 0,
+  };
   const credited = await store.credit({
     address: contract,
     creditId: "seed",
@@ -145,7 +154,10 @@ async function seed(store: Store, options: LeaderboardsOptions, contract: Addres
         transfers.push({ toAddress: addressOf(i), amount: units[j]! });
         total += units[j]!;
         tally.allTime[i]! += units[j]!;
-        if (inWindow) tally.window[i]! += units[j]!;
+        if (inWindow) {
+          tally.window[i]! += units[j]!;
+          tally.windowTransfers++;
+        }
       }
       const batch: NewBatch = {
         contract,
@@ -326,7 +338,7 @@ async function boardMeasures(ctx: ReadContext, window: DayWindow, expected: Expe
  * bounded steps (src/worker/window-boards.ts runs the same steps), and the longest step (how long
  * it holds the database's writer on SQLite).
  */
-async function windowBoardBuild(ctx: ReadContext, window: DayWindow) {
+async function windowBoardBuild(ctx: ReadContext, window: DayWindow, transfers: number) {
   const { store, contract } = ctx;
   if (typeof store.buildWindowBoards !== "function") return { skipped: "the store has no window boards in this build" };
   await store.readBoard({ contract, pointType: POINT_TYPE, window, limit: 1, after: null, nowMs: Date.now() });
@@ -346,8 +358,12 @@ async function windowBoardBuild(ctx: ReadContext, window: DayWindow) {
       1_000_000,
     ),
   );
+  const seconds = (performance.now() - started) / 1000;
   const figures = {
-    seconds: round((performance.now() - started) / 1000, 1),
+    seconds: round(seconds, 1),
+    transfers,
+    // What keeping a window board of an open window current costs the window job per transfer finalized in it.
+    microsPerTransfer: round((seconds * 1e6) / Math.max(1, transfers), 1),
     steps,
     longestStepMs: round(longestStepMs, 1),
     peakRssMb: built.memory.rssPeakMb,
@@ -470,7 +486,7 @@ async function readMeasures(store: Store, contract: AddressKey, options: Leaderb
       to: tally.windowSpec.toDay,
       ...(await boardMeasures(ctx, tally.windowSpec, window)),
     },
-    windowBoardBuild: await windowBoardBuild(ctx, tally.windowSpec),
+    windowBoardBuild: await windowBoardBuild(ctx, tally.windowSpec, tally.windowTransfers),
     // The window ended 30 days ago: read as of now, from its window board.
     window: {
       from: tally.windowSpec.fromDay,
