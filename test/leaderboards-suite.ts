@@ -338,11 +338,16 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       await expectBoard(store, run.model, board, 5, afterMs);
       for (const address of recipients) await expectStanding(store, run.model, board, address, afterMs);
       // Read from the window board: a point added to each of its entries shows (a reader without a time reads the batches).
+      expect(await store.verify()).toEqual([]);
       await fixture.shiftWindowEntries(store, 1);
       const raised = await readWholeBoard(store, contract, "PHASE2_POINTS", window, 100, afterMs);
       expect(raised.entries.map((e) => [e.address, e.points])).toEqual(built.map((e) => [e.address, e.points + UNITS_PER_POINT]));
       await expectBoard(store, run.model, board, 5);
+      // verify (invariant 5) reports each raised entry of the window board.
+      const violations = await store.verify();
+      expect(violations.filter((v) => v.invariant === 5 && v.message.includes("window board entry")).length).toBe(built.length);
       await fixture.shiftWindowEntries(store, -1);
+      expect(await store.verify()).toEqual([]);
       // A batch finalized inside the ended window (the clock set back): the window board misses it, so reads use the
       // batches until the window job adds it to the same window board.
       await run.submit(contract, "PHASE2_POINTS", run.randomTransfers(recipients, false), T0 + DAY_MS, 1);

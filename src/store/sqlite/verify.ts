@@ -82,6 +82,7 @@ export function verifyLedger(db: SqliteDb): Violation[] {
   verifyBatchTotals(db, violations);
   verifySupply(db, earned, violations);
   verifyHistory(db, received, violations);
+  verifyWindowBoards(db, violations);
   return violations;
 }
 
@@ -123,19 +124,14 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
      FROM board_entries e JOIN boards bo ON bo.board = e.board`,
   );
   compareSums(violations, "leaderboard entry (units)", entries, sent);
-  const counted: Sums = new Map();
-  for (const [key, units] of entries) add(counted, `${key.slice(0, key.lastIndexOf(" "))} band ${rankBandOf(units)}`, 1n);
-  const bands: Sums = new Map();
-  for (const [key, count] of statement(
+  compareBands(
     db,
+    violations,
+    "leaderboard band entries",
+    entries,
     `SELECT bo.contract || ' ' || bo.point_type || ' band ' || bb.band, bb.entries
      FROM board_bands bb JOIN boards bo ON bo.board = bb.board WHERE bb.entries <> 0`,
-  )
-    .raw(true)
-    .iterate() as Iterable<[string, bigint]>) {
-    bands.set(key, BigInt(count));
-  }
-  compareSums(violations, "leaderboard band entries", bands, counted);
+  );
   const daily = (columns: string) =>
     `SELECT ${ADDRESS_TEXT("r.address")} || ' ' || bo.point_type${columns} FROM received_daily r JOIN boards bo ON bo.board = r.board`;
   const history = sumTriplesBy(db, daily(", r.amount_q, r.amount_w, r.amount_f"));
@@ -165,6 +161,66 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
       });
     }
   }
+}
+
+/**
+ * Each band of a board counts its entries: `entries` keyed "<board> <address>", `bandsSql` rows
+ * of ("<board> band <band>", entries) for the bands that are not empty.
+ */
+function compareBands(db: SqliteDb, violations: Violation[], label: string, entries: Sums, bandsSql: string): void {
+  const counted: Sums = new Map();
+  for (const [key, units] of entries) add(counted, `${key.slice(0, key.lastIndexOf(" "))} band ${rankBandOf(units)}`, 1n);
+  const bands: Sums = new Map();
+  for (const [key, count] of statement(db, bandsSql).raw(true).iterate() as Iterable<[string, bigint]>) bands.set(key, BigInt(count));
+  compareSums(violations, label, bands, counted);
+}
+
+/**
+ * Window boards (invariant 5 too; src/store/ports/leaderboards.ts): each kept one holds only
+ * FINALIZED batches of its window, counts them, and its entries and bands are what those batches
+ * sent each address. Keys name the window board as "window <from_ms> <to_ms> <contract> <point type>".
+ */
+function verifyWindowBoards(db: SqliteDb, violations: Violation[]): void {
+  const name = "'window ' || w.from_ms || ' ' || w.to_ms || ' ' || bo.contract || ' ' || bo.point_type";
+  const kept = "window_boards w JOIN boards bo ON bo.board = w.board";
+  for (const [key, seq] of statement(
+    db,
+    `SELECT ${name}, x.seq FROM ${kept} JOIN window_batches x ON x.window_id = w.window_id LEFT JOIN batches b ON b.seq = x.seq
+     WHERE w.state <> 'dropping' AND (b.seq IS NULL OR b.status <> 'FINALIZED' OR b.contract <> bo.contract
+       OR b.point_type <> bo.point_type OR b.finalized_at_ms < w.from_ms OR b.finalized_at_ms >= w.to_ms)`,
+  )
+    .raw(true)
+    .iterate() as Iterable<[string, bigint]>) {
+    violations.push({ invariant: 5, message: `${key}: holds batch ${seq}, which is not a FINALIZED batch of the window` });
+  }
+  for (const [key, stored, held] of statement(
+    db,
+    `SELECT ${name}, w.batches, (SELECT count(*) FROM window_batches x WHERE x.window_id = w.window_id) AS held
+     FROM ${kept} WHERE w.state <> 'dropping' AND w.batches <> held`,
+  )
+    .raw(true)
+    .iterate() as Iterable<[string, bigint, bigint]>) {
+    violations.push({ invariant: 5, message: `${key}: counts ${stored} batches but holds ${held}` });
+  }
+  const sent = sumBy(
+    db,
+    `SELECT ${name} || ' ' || t.to_address, t.amount_w, t.amount_f
+     FROM ${kept} JOIN window_batches x ON x.window_id = w.window_id JOIN transfers t ON t.seq = x.seq WHERE w.state <> 'dropping'`,
+  );
+  const entries = sumTriplesBy(
+    db,
+    `SELECT ${name} || ' ' || ${ADDRESS_TEXT("e.address")}, e.points_q, e.points_w, e.points_f
+     FROM ${kept} JOIN window_entries e ON e.window_id = w.window_id WHERE w.state <> 'dropping'`,
+  );
+  compareSums(violations, "window board entry (units)", entries, sent);
+  compareBands(
+    db,
+    violations,
+    "window board band entries",
+    entries,
+    `SELECT ${name} || ' band ' || bb.band, bb.entries FROM ${kept} JOIN window_bands bb ON bb.window_id = w.window_id
+     WHERE w.state <> 'dropping' AND bb.entries <> 0`,
+  );
 }
 
 /** The issued supply of each point type is the sum of its credits (invariant 2, per point type). */
