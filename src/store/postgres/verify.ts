@@ -43,6 +43,7 @@ export async function verifyLedger(db: Queryable): Promise<Violation[]> {
   await checkConservation(db, violations);
   await checkBatchTotals(db, violations);
   await checkHistory(db, violations);
+  await checkWindowBoards(db, violations);
   return violations;
 }
 
@@ -99,6 +100,49 @@ async function checkHistory(db: Queryable, violations: Violation[]): Promise<voi
             coalesce(d.first_at_ms || ' ' || d.last_at_ms, 'none'), coalesce(s.first_at_ms || ' ' || s.last_at_ms, 'none')
        FROM received_daily d FULL JOIN day_sent s USING (address, point_type, day_ms, contract)
        WHERE (d.first_at_ms, d.last_at_ms) IS DISTINCT FROM (s.first_at_ms, s.last_at_ms)
+     ORDER BY 1, 2`,
+  );
+  for (const row of rows) {
+    violations.push({ invariant: 5, message: `${row.key}: ${row.label} is ${row.stored} but the ledger says ${row.expected}` });
+  }
+}
+
+/**
+ * Window boards (invariant 5 too; see the SQLite verify.ts), in SQL: each kept one holds only
+ * FINALIZED batches of its window, counts them, and its entries and bands are what those batches
+ * sent each address. Keys name it as "window <from_ms> <to_ms> <contract> <point type>".
+ */
+async function checkWindowBoards(db: Queryable, violations: Violation[]): Promise<void> {
+  const { rows } = await db.query<MismatchRow>(
+    `WITH kept AS (SELECT w.window_id, w.from_ms, w.to_ms, w.batches, bo.contract, bo.point_type,
+                          'window ' || w.from_ms || ' ' || w.to_ms || ' ' || bo.contract || ' ' || bo.point_type AS name
+                   FROM window_boards w JOIN boards bo ON bo.board = w.board WHERE w.state <> 'dropping'),
+          held AS (SELECT k.name, x.seq, b.seq IS NOT NULL AND b.status = 'FINALIZED' AND b.contract = k.contract
+                            AND b.point_type = k.point_type AND b.finalized_at_ms >= k.from_ms AND b.finalized_at_ms < k.to_ms AS fits
+                   FROM kept k JOIN window_batches x ON x.window_id = k.window_id LEFT JOIN batches b ON b.seq = x.seq),
+          sent AS (SELECT k.name, t.to_address AS address, sum(t.amount_units) AS units
+                   FROM kept k JOIN window_batches x ON x.window_id = k.window_id JOIN transfers t ON t.seq = x.seq
+                   GROUP BY 1, 2 HAVING sum(t.amount_units) > 0),
+          entries AS (SELECT k.name, '0x' || encode(e.address, 'hex') AS address, e.points_units
+                      FROM kept k JOIN window_entries e ON e.window_id = k.window_id),
+          counted AS (SELECT name, length(points_units::text) * 100 + substr(points_units::text, 1, 2)::int AS band, count(*) AS entries
+                      FROM entries GROUP BY 1, 2),
+          bands AS (SELECT k.name, bb.band, bb.entries FROM kept k JOIN window_bands bb ON bb.window_id = k.window_id WHERE bb.entries <> 0)
+     SELECT name || ' batch ' || seq AS key, 'held batch' AS label, 'held' AS stored, 'not a FINALIZED batch of the window' AS expected
+       FROM held WHERE NOT fits
+     UNION ALL
+     SELECT k.name, 'window board batches', k.batches::text, count(x.seq)::text
+       FROM kept k LEFT JOIN window_batches x ON x.window_id = k.window_id GROUP BY k.name, k.batches HAVING k.batches <> count(x.seq)
+     UNION ALL
+     SELECT coalesce(e.name, s.name) || ' ' || coalesce(e.address, s.address), 'window board entry (units)',
+            coalesce(e.points_units, 0)::text, coalesce(s.units, 0)::text
+       FROM entries e FULL JOIN sent s USING (name, address)
+       WHERE coalesce(e.points_units, 0) <> coalesce(s.units, 0)
+     UNION ALL
+     SELECT coalesce(c.name, b.name) || ' band ' || coalesce(c.band, b.band), 'window board band entries',
+            coalesce(b.entries, 0)::text, coalesce(c.entries, 0)::text
+       FROM counted c FULL JOIN bands b USING (name, band)
+       WHERE coalesce(c.entries, 0) <> coalesce(b.entries, 0)
      ORDER BY 1, 2`,
   );
   for (const row of rows) {
