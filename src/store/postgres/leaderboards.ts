@@ -2,7 +2,7 @@ import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
 import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
-import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
+import { WINDOW_BOARD_LAG_MS, WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
 import type { StoredBatch } from "../ports/batches.js";
 import type {
   BoardAfter,
@@ -28,8 +28,9 @@ import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./d
  * account of that point type (finalize: settleBatch locks the sender; the history job:
  * lockBalance), so two writers of one board queue there and each statement here sees the other's
  * commit. Rows are still touched in address (entries, receipts) and band order, as settleBatch does.
- * A window board's entries and bands are written only by the window job's step that holds its
- * window_boards row (takeWindowWork, FOR UPDATE SKIP LOCKED); a read's request for one
+ * A window board's batches, entries and bands are written only by the window job's step that
+ * holds its window_boards row (takeWindowWork, FOR UPDATE SKIP LOCKED), in the transaction that
+ * updates its count, so a read's snapshot sees them agree; a read's request for one
  * (requestWindowBoard) locks the board's boards row first, so requests of one board queue.
  */
 
@@ -187,21 +188,32 @@ interface WindowWorkRow {
   point_type: string;
   from_ms: string;
   to_ms: string;
-  state: "building" | "dropping";
-  after_seq: string;
+  state: "building" | "ready" | "dropping";
 }
 
 /**
- * A window board to drop (first: dropping frees space and unblocks nothing else) or to build,
- * locked for this transaction. Rows another instance's step holds are skipped (SKIP LOCKED), so
- * several instances work on different window boards.
+ * The window's FINALIZED batches (batches_finalized), over a statement's contract, point type and
+ * bounds: one definition for the job's count, its batches and a read's check, so they agree.
+ */
+function finalizedInWindowSql(alias: string, contract: string, pointType: string, fromMs: string, toMs: string): string {
+  return `${alias}.contract = ${contract} AND ${alias}.point_type = ${pointType} AND ${alias}.status = 'FINALIZED'
+    AND ${alias}.finalized_at_ms >= ${fromMs} AND ${alias}.finalized_at_ms < ${toMs}`;
+}
+
+/**
+ * A window board to drop (first: dropping frees space and unblocks nothing else), or one that
+ * misses FINALIZED batches of its window: being built, or ready but holding fewer than the window
+ * has (a batch finalized since, or late into it). Locked for this transaction; rows another
+ * instance's step holds are skipped (SKIP LOCKED), so several instances work on different ones.
  */
 async function takeWindowWork(db: Queryable): Promise<WindowBoardWork | null> {
   const { rows } = await db.query<WindowWorkRow>({
     name: "pl-lb-take-window-work",
-    text: `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, w.after_seq
+    text: `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state
            FROM window_boards w JOIN boards b ON b.board = w.board
            WHERE w.state IN ('dropping', 'building')
+             OR (w.state = 'ready' AND w.batches < (SELECT count(*) FROM batches f
+                   WHERE ${finalizedInWindowSql("f", "b.contract", "b.point_type", "w.from_ms", "w.to_ms")}))
            ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1 FOR UPDATE OF w SKIP LOCKED`,
   });
   const row = rows[0];
@@ -213,42 +225,52 @@ async function takeWindowWork(db: Queryable): Promise<WindowBoardWork | null> {
     fromMs: toNumber(row.from_ms),
     toMs: toNumber(row.to_ms),
     state: row.state,
-    afterSeq: BigInt(row.after_seq),
   };
 }
 
-/** Up to `limit` FINALIZED batches of the work's window after afterSeq, in seq order (batches_finalized). */
+/** Up to `limit` FINALIZED batches of the work's window that its window board does not hold (window_batches), in seq order. */
 async function windowBatches(db: Queryable, work: WindowBoardWork, limit: number): Promise<StoredBatch[]> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-lb-window-batches",
-    text: `SELECT ${BATCH_COLUMNS} FROM batches
-           WHERE contract = $1 AND point_type = $2 AND status = 'FINALIZED' AND finalized_at_ms >= $3 AND finalized_at_ms < $4
-             AND seq > $5
-           ORDER BY seq LIMIT $6`,
-    values: [work.contract, work.pointType, work.fromMs, work.toMs, work.afterSeq.toString(), limit],
+    text: `SELECT ${BATCH_COLUMNS} FROM batches f
+           WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}
+             AND NOT EXISTS (SELECT 1 FROM window_batches x WHERE x.window_id = $5 AND x.seq = f.seq)
+           ORDER BY f.seq LIMIT $6`,
+    values: [work.contract, work.pointType, work.fromMs, work.toMs, work.window, limit],
   });
   return rows.map((row) => toStoredBatch(row, toUnits(row.total_units)));
 }
 
-/** The batch's recipients on a window board, as addToBoard adds them to the all-time board. */
+/**
+ * The batch's recipients on a window board, as addToBoard adds them to the all-time board, and
+ * the batch in window_batches: a plain insert, so a batch added twice fails the step (its
+ * primary key) instead of counting its transfers twice.
+ */
 async function addToWindow(db: Queryable, window: number, batch: StoredBatch): Promise<number> {
+  await db.query({
+    name: "pl-lb-add-window-batch",
+    text: "INSERT INTO window_batches (window_id, seq) VALUES ($1, $2)",
+    values: [window, batch.seq],
+  });
   return addToTables(db, WINDOW_TABLES, window, batch);
 }
 
-/** Records the batches added up to lastSeq, and makes the window board ready (read from) when `ready`. */
-async function advanceWindow(db: Queryable, window: number, lastSeq: bigint, added: number, ready: boolean): Promise<void> {
-  await db.query({
+/** Counts `added` more batches held, and makes the window board ready (read from) when `ready`; a ready one stays ready. */
+async function advanceWindow(db: Queryable, window: number, added: number, ready: boolean): Promise<void> {
+  const { rowCount } = await db.query({
     name: "pl-lb-advance-window",
-    text: `UPDATE window_boards SET after_seq = $2, batches = batches + $3, state = CASE WHEN $4::boolean THEN 'ready' ELSE state END
+    text: `UPDATE window_boards SET batches = batches + $2, state = CASE WHEN $3::boolean THEN 'ready' ELSE state END
            WHERE window_id = $1`,
-    values: [window, lastSeq.toString(), added, ready],
+    values: [window, added, ready],
   });
+  // The step holds the row (takeWindowWork): a missing one would leave the batches just added uncounted.
+  assertInvariant(rowCount === 1, `window ${window}: ${rowCount} window_boards rows advanced`);
 }
 
 /**
- * Deletes up to `limit` entries of a dropped window board; once fewer were left, its bands and
- * its row too (it is gone: another board of the same window may be built meanwhile, under
- * another window_id). Returns how many entries it deleted.
+ * Deletes up to `limit` entries of a dropped window board; once fewer were left, its batches,
+ * its bands and its row too (it is gone: another board of the same window may be built
+ * meanwhile, under another window_id). Returns how many entries it deleted.
  */
 async function dropWindowEntries(db: Queryable, window: number, limit: number): Promise<number> {
   const deleted = await db.query({
@@ -259,6 +281,7 @@ async function dropWindowEntries(db: Queryable, window: number, limit: number): 
   });
   const count = deleted.rowCount ?? 0;
   if (count < limit) {
+    await db.query({ name: "pl-lb-drop-window-batches", text: "DELETE FROM window_batches WHERE window_id = $1", values: [window] });
     await db.query({ name: "pl-lb-drop-window-bands", text: "DELETE FROM window_bands WHERE window_id = $1", values: [window] });
     await db.query({ name: "pl-lb-drop-window", text: "DELETE FROM window_boards WHERE window_id = $1", values: [window] });
   }
@@ -367,7 +390,7 @@ async function readKeptPage(db: Queryable, board: KeptBoard, query: BoardQuery):
 const WINDOW_BOARD_SQL = `board AS (
     SELECT t.to_address AS address, sum(t.amount_units) AS units
     FROM batches b JOIN transfers t ON t.seq = b.seq
-    WHERE b.contract = $1 AND b.point_type = $2 AND b.status = 'FINALIZED' AND b.finalized_at_ms >= $3 AND b.finalized_at_ms < $4
+    WHERE ${finalizedInWindowSql("b", "$1", "$2", "$3", "$4")}
     GROUP BY t.to_address HAVING sum(t.amount_units) > 0
   )`;
 
@@ -407,16 +430,25 @@ function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: bool
   return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
-/** What an ended window's read found: its board, and its window board when one is ready and holds every FINALIZED batch of the window. */
+/** The window board a read found for its window: the one kept (not dropping), and in what state. */
+interface KeptWindowBoard {
+  window: number;
+  state: "building" | "ready";
+  batches: number;
+  /** The window's FINALIZED batches (counted only for a ready window board). */
+  finalized: number | null;
+}
+
+/** What a window's read found: its board, and its kept window board if any. Null: the contract has no board of the point type yet. */
 interface FoundWindowBoard {
   board: number;
-  ready: { window: number; complete: boolean } | null;
+  kept: KeptWindowBoard | null;
 }
 
 /**
- * The ended window's board and its ready window board, with whether that holds as many batches
- * as the window has FINALIZED (batches_finalized): equal counts are equal sets
- * (../ports/leaderboards.ts). Null when the contract has no board of the point type yet.
+ * The window's board and its kept window board, with the window's FINALIZED batches counted
+ * (batches_finalized) when that is ready: equal to the batches it holds, it misses none
+ * (../ports/leaderboards.ts). The count sits in a CASE, so it runs only for a ready one.
  */
 async function findWindowBoard(
   db: Queryable,
@@ -424,59 +456,94 @@ async function findWindowBoard(
   pointType: PointType,
   window: DayWindow,
 ): Promise<FoundWindowBoard | null> {
-  const { rows } = await db.query<{ board: number; window_id: string | null; complete: boolean | null }>({
+  const { rows } = await db.query<{
+    board: number;
+    window_id: string | null;
+    state: "building" | "ready" | null;
+    batches: string | null;
+    finalized: string | null;
+  }>({
     name: "pl-lb-find-window-board",
-    text: `SELECT b.board, w.window_id,
-             w.batches = (SELECT count(*) FROM batches WHERE contract = $1 AND point_type = $2 AND status = 'FINALIZED'
-                            AND finalized_at_ms >= $3 AND finalized_at_ms < $4) AS complete
-           FROM boards b LEFT JOIN window_boards w ON w.board = b.board AND w.from_ms = $3 AND w.to_ms = $4 AND w.state = 'ready'
+    text: `SELECT b.board, w.window_id, w.state, w.batches,
+             CASE WHEN w.state = 'ready' THEN (SELECT count(*) FROM batches f WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}) END
+               AS finalized
+           FROM boards b LEFT JOIN window_boards w ON w.board = b.board AND w.from_ms = $3 AND w.to_ms = $4 AND w.state <> 'dropping'
            WHERE b.contract = $1 AND b.point_type = $2`,
     values: [contract, pointType, ...windowBounds(window)],
   });
   const row = rows[0];
   if (!row) return null;
-  return { board: row.board, ready: row.window_id === null ? null : { window: toNumber(row.window_id), complete: row.complete === true } };
+  if (row.window_id === null) return { board: row.board, kept: null };
+  const kept = {
+    window: toNumber(row.window_id),
+    state: row.state!,
+    batches: Number(row.batches),
+    finalized: row.finalized === null ? null : Number(row.finalized),
+  };
+  return { board: row.board, kept };
 }
 
 /**
- * Asks for the window board of an ended window that was read from its batches, in one short
- * transaction: a stale one (fewer batches than the window) is dropped, a new one is listed to be
- * built unless one is (ON CONFLICT: another instance may ask at the same time), and the board
- * keeps WINDOW_BOARDS_PER_BOARD at most, the oldest dropped. The window job does the work. The
- * board's row is locked first, so two requests for one board queue instead of locking each
+ * Whether a read uses its kept window board: ready, and missing no FINALIZED batch of the window
+ * or only batches finalized less than WINDOW_BOARD_LAG_MS before nowMs (the window job adds
+ * them). Which ones it misses is looked for only when the counts differ: window_batches, one
+ * probe per batch of the window.
+ */
+async function windowBoardCurrent(
+  db: Queryable,
+  contract: AddressKey,
+  pointType: PointType,
+  window: DayWindow,
+  kept: KeptWindowBoard,
+  nowMs: number,
+): Promise<boolean> {
+  if (kept.state !== "ready" || kept.finalized === null) return false;
+  // A window board holds FINALIZED batches of its window only, each once, and they stay so.
+  assertInvariant(kept.batches <= kept.finalized, `window ${kept.window}: holds ${kept.batches} of ${kept.finalized} batches`);
+  if (kept.batches === kept.finalized) return true;
+  const { rows } = await db.query<{ oldest_ms: string | null }>({
+    name: "pl-lb-window-oldest-missing",
+    text: `SELECT min(f.finalized_at_ms) AS oldest_ms FROM batches f
+           WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}
+             AND NOT EXISTS (SELECT 1 FROM window_batches x WHERE x.window_id = $5 AND x.seq = f.seq)`,
+    values: [contract, pointType, ...windowBounds(window), kept.window],
+  });
+  const oldestMs = rows[0]!.oldest_ms;
+  assertInvariant(oldestMs !== null, `window ${kept.window}: holds ${kept.batches} of ${kept.finalized} batches, none missing`);
+  return toNumber(oldestMs) > nowMs - WINDOW_BOARD_LAG_MS;
+}
+
+/**
+ * Asks for the window board of a window that has none, in one short transaction: it is listed to
+ * be built unless one is (ON CONFLICT: another instance may ask at the same time), and the board
+ * keeps WINDOW_BOARDS_PER_BOARD at most, the oldest asked dropped. The window job does the work.
+ * The board's row is locked first, so two requests for one board queue instead of locking each
  * other's window_boards rows in opposite orders (a deadlock would fail a read).
  */
-async function requestWindowBoard(pool: PgPool, found: FoundWindowBoard, window: DayWindow, nowMs: number): Promise<void> {
+async function requestWindowBoard(pool: PgPool, board: number, window: DayWindow, nowMs: number): Promise<void> {
   await transaction(pool, async (db) => {
-    await db.query({ name: "pl-lb-lock-board", text: "SELECT 1 FROM boards WHERE board = $1 FOR NO KEY UPDATE", values: [found.board] });
-    if (found.ready !== null) {
-      await db.query({
-        name: "pl-lb-drop-stale-window",
-        text: "UPDATE window_boards SET state = 'dropping' WHERE window_id = $1 AND state = 'ready'",
-        values: [found.ready.window],
-      });
-    }
+    await db.query({ name: "pl-lb-lock-board", text: "SELECT 1 FROM boards WHERE board = $1 FOR NO KEY UPDATE", values: [board] });
     await db.query({
       name: "pl-lb-request-window",
       text: `INSERT INTO window_boards (board, from_ms, to_ms, state, created_at_ms) VALUES ($1, $2, $3, 'building', $4)
              ON CONFLICT (board, from_ms, to_ms) WHERE state <> 'dropping' DO NOTHING`,
-      values: [found.board, ...windowBounds(window), nowMs],
+      values: [board, ...windowBounds(window), nowMs],
     });
     await db.query({
       name: "pl-lb-cap-windows",
       text: `UPDATE window_boards SET state = 'dropping' WHERE state <> 'dropping' AND window_id IN (
                SELECT window_id FROM window_boards WHERE board = $1 AND state <> 'dropping' ORDER BY window_id DESC OFFSET $2
              )`,
-      values: [found.board, WINDOW_BOARDS_PER_BOARD],
+      values: [board, WINDOW_BOARDS_PER_BOARD],
     });
   });
 }
 
 /**
- * A window (not all time) read from its window board when the window has ended by nowMs and its
- * window board is ready and complete (findWindowBoard), else from its batches; one snapshot
- * either way. After a read of an ended window from its batches, asks for its window board
- * (outside the read's transaction, which is read-only).
+ * A window (not all time, ended or open) read from its window board when it is current at nowMs
+ * (windowBoardCurrent), else from its batches; one snapshot either way. A window without a window
+ * board asks for one after its read (outside the read's transaction, which is read-only); one
+ * being built or behind is left to the window job.
  */
 async function readWindow<T>(
   pool: PgPool,
@@ -486,14 +553,17 @@ async function readWindow<T>(
   nowMs: number | undefined,
   read: { fromWindowBoard: (db: Queryable, board: KeptBoard) => Promise<T>; fromBatches: (db: Queryable) => Promise<T> },
 ): Promise<T> {
-  // A window still open (or a reader without a time) is only ever read from its batches: one statement, one snapshot.
-  if (nowMs === undefined || window.toMs === null || window.toMs > nowMs) return read.fromBatches(pool);
+  // Without the reader's time, no lag can be judged: one statement over the batches, one snapshot.
+  if (nowMs === undefined) return read.fromBatches(pool);
   const { result, request } = await transaction(
     pool,
     async (db) => {
       const found = await findWindowBoard(db, contract, pointType, window);
-      if (found?.ready?.complete) return { result: await read.fromWindowBoard(db, windowBoard(found.ready.window)), request: null };
-      return { result: await read.fromBatches(db), request: found };
+      const kept = found?.kept ?? null;
+      if (kept !== null && (await windowBoardCurrent(db, contract, pointType, window, kept, nowMs))) {
+        return { result: await read.fromWindowBoard(db, windowBoard(kept.window)), request: null };
+      }
+      return { result: await read.fromBatches(db), request: found !== null && kept === null ? found.board : null };
     },
     { isolation: "REPEATABLE READ", readOnly: true },
   );

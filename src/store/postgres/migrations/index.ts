@@ -419,13 +419,15 @@ export const MIGRATIONS: Migration[] = [
     `,
   },
   {
-    // Window boards (src/store/ports/leaderboards.ts; the SQLite migration 16 does the same): an
-    // ended window read like the all-time board, from tables of the board tables' shape keyed by
-    // window_id (\`window\` is reserved in PostgreSQL). window_id is never reused, so the entries
-    // of a dropped window board can be deleted by it in steps while a new board of the same
-    // window is built: only one row per (board, window) is kept (not 'dropping') at a time.
-    // from_ms is Number.MIN_SAFE_INTEGER for a window without \`from\`. after_seq and batches say
-    // which batches of the window are added: those up to after_seq, \`batches\` of them.
+    // Window boards (src/store/ports/leaderboards.ts; the SQLite migration 16 does the same): a
+    // window (ended or open) read like the all-time board, from tables of the board tables' shape
+    // keyed by window_id (\`window\` is reserved in PostgreSQL). window_id is never reused, so the
+    // entries of a dropped window board can be deleted by it in steps while a new board of the
+    // same window is built: only one row per (board, window) is kept (not 'dropping') at a time.
+    // from_ms is Number.MIN_SAFE_INTEGER for a window without \`from\`, to_ms MAX_SAFE_INTEGER
+    // for one without \`to\`. window_batches lists the batches a window board holds (so a batch
+    // finalized late into its window is found and added) and \`batches\` counts them (so a read
+    // compares it with one count of the window's FINALIZED batches).
     version: 14,
     name: "window_boards",
     sql: `
@@ -435,11 +437,11 @@ export const MIGRATIONS: Migration[] = [
         from_ms BIGINT NOT NULL,
         to_ms BIGINT NOT NULL,
         state TEXT NOT NULL CHECK (state IN ('building', 'ready', 'dropping')),
-        after_seq BIGINT NOT NULL DEFAULT 0,
         batches BIGINT NOT NULL DEFAULT 0,
         created_at_ms BIGINT NOT NULL
       );
       CREATE UNIQUE INDEX window_boards_kept ON window_boards (board, from_ms, to_ms) WHERE state <> 'dropping';
+      CREATE TABLE window_batches (window_id BIGINT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (window_id, seq));
       CREATE TABLE window_entries (
         window_id BIGINT NOT NULL,
         address BYTEA NOT NULL CHECK (octet_length(address) = 20),
