@@ -72,7 +72,7 @@ export async function buildWindowBoards<Db>(database: LedgerDatabase<Db>, limit:
       );
       yield* io(ports.windowBoards.addToWindow(db, work.window, batch));
     }
-    yield* io(ports.windowBoards.advanceWindow(db, work.window, batches.length, batches.length < limit));
+    yield* io(ports.windowBoards.advanceWindow(db, work, batches.length, batches.length < limit));
     return limit;
   });
 }

@@ -32,7 +32,10 @@ import type { Io, Out } from "./io.js";
  * dropped, in steps too). Nothing is written for windows in a finalization's transaction.
  * A window board holds only FINALIZED batches of its window, each once, and a batch never leaves
  * that state: so it misses a batch exactly when it holds fewer than the window's FINALIZED
- * batches (one count over batches_finalized). A read uses it when it misses none, or only batches
+ * batches (one count over batches_finalized); and it misses none while its board has finalized no
+ * batch since the job last found it complete (boards.finalized_batches, one more per batch a
+ * finalization adds to the board, against window_boards.seen_finalized: no count at all, so an
+ * idle board costs its readers and the job nothing). A read uses it when it misses none, or only batches
  * finalized less than WINDOW_BOARD_LAG_MS before the reader's now (API.md: a batch shows within
  * 1 s of its finalizedAt); otherwise (still building, the job behind, or a batch finalized inside
  * an ended window by a clock set back) it sums the window's batches and their transfers, so a
@@ -112,7 +115,7 @@ export interface LeaderboardsPort<Db, out M extends Io = Io> {
   /**
    * Adds the batch's transfers (summed per recipient) to its contract's board: the bands of the
    * recipients' old amounts lose them, board_entries grows, the bands of the new amounts
-   * gain them. Rows are touched in address order (PostgreSQL: no deadlock between finalizers).
+   * gain them, and the board counts one more finalized batch (boards.finalized_batches). Rows are touched in address order (PostgreSQL: no deadlock between finalizers).
    * Returns the recipients ranked (SQLite counts an address named twice in the batch twice).
    */
   addToBoard(db: Db, batch: StoredBatch): Out<M, number>;
@@ -133,21 +136,28 @@ export interface WindowBoardWork {
   fromMs: number;
   toMs: number;
   state: "building" | "ready" | "dropping";
+  /** The board's count of finalized batches (boards.finalized_batches) as this step read it. */
+  boardFinalized: number;
 }
 
 /** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), inside its transaction `db`. */
 export interface WindowBoardsPort<Db, out M extends Io = Io> {
   /**
    * A window board to drop (first), or one that misses FINALIZED batches of its window (being
-   * built, or behind), locked for this transaction; null when none is.
+   * built, or behind), locked for this transaction; null when none is. Ready ones whose board
+   * finalized batches since they were seen, but none of their window, are recorded as seen.
    */
   takeWindowWork(db: Db): Out<M, WindowBoardWork | null>;
   /** Up to `limit` FINALIZED batches of the work's window (finalized in [fromMs, toMs)) that its window board does not hold, in seq order. */
   windowBatches(db: Db, work: WindowBoardWork, limit: number): Out<M, StoredBatch[]>;
   /** Adds the batch to the window board: its transfers as addToBoard adds them to the board, and the batch to window_batches; the recipients ranked. */
   addToWindow(db: Db, window: number, batch: StoredBatch): Out<M, number>;
-  /** Counts `added` more batches held; `ready` (none left to add) lets reads use it. */
-  advanceWindow(db: Db, window: number, added: number, ready: boolean): Out<M, void>;
+  /**
+   * Counts `added` more batches held; `caughtUp` (none left to add) makes it ready, so reads use
+   * it, and records work.boardFinalized as seen: until the board finalizes another batch, it
+   * misses none, with nothing counted.
+   */
+  advanceWindow(db: Db, work: WindowBoardWork, added: number, caughtUp: boolean): Out<M, void>;
   /** Deletes up to `limit` entries of a dropped window board, and the board itself (batches, bands, row) once none is left; how many entries it deleted. */
   dropWindowEntries(db: Db, window: number, limit: number): Out<M, number>;
 }

@@ -44,18 +44,22 @@ function bandSql(units: string): string {
 }
 
 /**
- * The board's integer key (boards), created with its first entry. Entries, the ranking index and
- * the bands are keyed by it and by the address's 20 bytes, not by the contract and address as
- * text: smaller rows, so a finalization dirties (and its commit writes) fewer pages
- * (migrations/index.ts, version 13). The insert runs only when the board is missing: an
- * `INSERT … ON CONFLICT DO NOTHING` on every batch would draw an identity value each time.
+ * The integer key (boards) of the board a finalized batch is added to, created with its first
+ * entry, and one more finalized batch counted on it (finalized_batches: the window boards'
+ * change detector, migrations/index.ts version 14). Entries, the ranking index and the bands are
+ * keyed by it and by the address's 20 bytes, not by the contract and address as text: smaller
+ * rows, so a finalization dirties (and its commit writes) fewer pages (version 13). The insert
+ * runs only when the board is missing: an `INSERT … ON CONFLICT DO NOTHING` on every batch would
+ * draw an identity value each time.
  */
-async function boardId(db: Queryable, contract: AddressKey, pointType: PointType): Promise<number> {
+async function boardOfFinalizedBatch(db: Queryable, contract: AddressKey, pointType: PointType): Promise<number> {
   const { rows } = await db.query<{ board: number }>({
     name: "pl-lb-board-id",
-    text: `WITH found AS (SELECT board FROM boards WHERE contract = $1 AND point_type = $2),
+    text: `WITH found AS (
+             UPDATE boards SET finalized_batches = finalized_batches + 1 WHERE contract = $1 AND point_type = $2 RETURNING board
+           ),
            created AS (
-             INSERT INTO boards (contract, point_type) SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM found)
+             INSERT INTO boards (contract, point_type, finalized_batches) SELECT $1, $2, 1 WHERE NOT EXISTS (SELECT 1 FROM found)
              ON CONFLICT (contract, point_type) DO NOTHING
              RETURNING board
            )
@@ -143,7 +147,7 @@ async function addToTables(db: Queryable, tables: BoardTables, key: number, batc
 
 /** The batch's recipients on its contract's all-time board (addToBoardSql). */
 async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
-  return addToTables(db, BOARD_TABLES, await boardId(db, batch.contract, batch.pointType), batch);
+  return addToTables(db, BOARD_TABLES, await boardOfFinalizedBatch(db, batch.contract, batch.pointType), batch);
 }
 
 /**
@@ -189,6 +193,7 @@ interface WindowWorkRow {
   from_ms: string;
   to_ms: string;
   state: "building" | "ready" | "dropping";
+  finalized_batches: string;
 }
 
 /**
@@ -203,17 +208,27 @@ function finalizedInWindowSql(alias: string, contract: string, pointType: string
 /**
  * A window board to drop (first: dropping frees space and unblocks nothing else), or one that
  * misses FINALIZED batches of its window: being built, or ready but holding fewer than the window
- * has (a batch finalized since, or late into it). Locked for this transaction; rows another
- * instance's step holds are skipped (SKIP LOCKED), so several instances work on different ones.
+ * has (a batch finalized since, or late into it). First, ready ones whose board finalized batches
+ * since they were seen but that miss none (one count each, in the statement's one snapshot with
+ * the board's count) are recorded as seen; only those are counted, so an idle board costs nothing.
+ * Locked for this transaction; rows another instance's step holds are skipped (SKIP LOCKED), so
+ * several instances work on different ones.
  */
 async function takeWindowWork(db: Queryable): Promise<WindowBoardWork | null> {
+  await db.query({
+    name: "pl-lb-see-window-boards",
+    text: `UPDATE window_boards w SET seen_finalized = b.finalized_batches FROM boards b
+           WHERE b.board = w.board AND w.state = 'ready' AND w.seen_finalized <> b.finalized_batches
+             AND w.window_id IN (SELECT c.window_id FROM window_boards c JOIN boards cb ON cb.board = c.board
+                                 WHERE c.state = 'ready' AND c.seen_finalized <> cb.finalized_batches FOR UPDATE OF c SKIP LOCKED)
+             AND w.batches = (SELECT count(*) FROM batches f
+                              WHERE ${finalizedInWindowSql("f", "b.contract", "b.point_type", "w.from_ms", "w.to_ms")})`,
+  });
   const { rows } = await db.query<WindowWorkRow>({
     name: "pl-lb-take-window-work",
-    text: `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state
+    text: `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, b.finalized_batches
            FROM window_boards w JOIN boards b ON b.board = w.board
-           WHERE w.state IN ('dropping', 'building')
-             OR (w.state = 'ready' AND w.batches < (SELECT count(*) FROM batches f
-                   WHERE ${finalizedInWindowSql("f", "b.contract", "b.point_type", "w.from_ms", "w.to_ms")}))
+           WHERE w.state IN ('dropping', 'building') OR (w.state = 'ready' AND w.seen_finalized <> b.finalized_batches)
            ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1 FOR UPDATE OF w SKIP LOCKED`,
   });
   const row = rows[0];
@@ -225,6 +240,7 @@ async function takeWindowWork(db: Queryable): Promise<WindowBoardWork | null> {
     fromMs: toNumber(row.from_ms),
     toMs: toNumber(row.to_ms),
     state: row.state,
+    boardFinalized: toNumber(row.finalized_batches),
   };
 }
 
@@ -255,16 +271,18 @@ async function addToWindow(db: Queryable, window: number, batch: StoredBatch): P
   return addToTables(db, WINDOW_TABLES, window, batch);
 }
 
-/** Counts `added` more batches held, and makes the window board ready (read from) when `ready`; a ready one stays ready. */
-async function advanceWindow(db: Queryable, window: number, added: number, ready: boolean): Promise<void> {
+/** Counts `added` more batches held; once caught up, the window board is ready (read from) and seen at work.boardFinalized. */
+async function advanceWindow(db: Queryable, work: WindowBoardWork, added: number, caughtUp: boolean): Promise<void> {
   const { rowCount } = await db.query({
     name: "pl-lb-advance-window",
-    text: `UPDATE window_boards SET batches = batches + $2, state = CASE WHEN $3::boolean THEN 'ready' ELSE state END
+    text: `UPDATE window_boards SET batches = batches + $2,
+             state = CASE WHEN $3::boolean THEN 'ready' ELSE state END,
+             seen_finalized = CASE WHEN $3::boolean THEN $4 ELSE seen_finalized END
            WHERE window_id = $1`,
-    values: [window, added, ready],
+    values: [work.window, added, caughtUp, work.boardFinalized],
   });
   // The step holds the row (takeWindowWork): a missing one would leave the batches just added uncounted.
-  assertInvariant(rowCount === 1, `window ${window}: ${rowCount} window_boards rows advanced`);
+  assertInvariant(rowCount === 1, `window ${work.window}: ${rowCount} window_boards rows advanced`);
 }
 
 /**
@@ -435,8 +453,10 @@ interface KeptWindowBoard {
   window: number;
   state: "building" | "ready";
   batches: number;
-  /** The window's FINALIZED batches (counted only for a ready window board). */
+  /** The window's FINALIZED batches (counted only for a ready window board whose board finalized batches since it was seen). */
   finalized: number | null;
+  /** Ready, and its board finalized no batch since the window job found it complete. */
+  seen: boolean;
 }
 
 /** What a window's read found: its board, and its kept window board if any. Null: the contract has no board of the point type yet. */
@@ -462,11 +482,12 @@ async function findWindowBoard(
     state: "building" | "ready" | null;
     batches: string | null;
     finalized: string | null;
+    seen: boolean | null;
   }>({
     name: "pl-lb-find-window-board",
-    text: `SELECT b.board, w.window_id, w.state, w.batches,
-             CASE WHEN w.state = 'ready' THEN (SELECT count(*) FROM batches f WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}) END
-               AS finalized
+    text: `SELECT b.board, w.window_id, w.state, w.batches, w.state = 'ready' AND w.seen_finalized = b.finalized_batches AS seen,
+             CASE WHEN w.state = 'ready' AND w.seen_finalized <> b.finalized_batches
+               THEN (SELECT count(*) FROM batches f WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}) END AS finalized
            FROM boards b LEFT JOIN window_boards w ON w.board = b.board AND w.from_ms = $3 AND w.to_ms = $4 AND w.state <> 'dropping'
            WHERE b.contract = $1 AND b.point_type = $2`,
     values: [contract, pointType, ...windowBounds(window)],
@@ -479,6 +500,7 @@ async function findWindowBoard(
     state: row.state!,
     batches: Number(row.batches),
     finalized: row.finalized === null ? null : Number(row.finalized),
+    seen: row.seen === true,
   };
   return { board: row.board, kept };
 }
@@ -486,8 +508,9 @@ async function findWindowBoard(
 /**
  * Whether a read uses its kept window board: ready, and missing no FINALIZED batch of the window
  * or only batches finalized less than WINDOW_BOARD_LAG_MS before nowMs (the window job adds
- * them). Which ones it misses is looked for only when the counts differ: window_batches, one
- * probe per batch of the window.
+ * them). Nothing is counted while its board finalized no batch since it was seen complete; which
+ * ones it misses is looked for only when the counts differ: window_batches, one probe per batch
+ * of the window.
  */
 async function windowBoardCurrent(
   db: Queryable,
@@ -497,6 +520,7 @@ async function windowBoardCurrent(
   kept: KeptWindowBoard,
   nowMs: number,
 ): Promise<boolean> {
+  if (kept.seen) return true;
   if (kept.state !== "ready" || kept.finalized === null) return false;
   // A window board holds FINALIZED batches of its window only, each once, and they stay so.
   assertInvariant(kept.batches <= kept.finalized, `window ${kept.window}: holds ${kept.batches} of ${kept.finalized} batches`);

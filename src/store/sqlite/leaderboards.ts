@@ -80,9 +80,11 @@ function addTransfers(db: SqliteDb, tables: BoardTables, key: bigint | number, s
   ).run({ seq: BigInt(seq), key }).changes;
 }
 
-/** The batch's transfers on its contract's board (created with its first entry). */
+/** The batch's transfers on its contract's board (created with its first entry), and one more finalized batch counted. */
 function addToBoard(db: SqliteDb, batch: StoredBatch): number {
-  return addTransfers(db, BOARD_TABLES, boardId(db, batch.contract, batch.pointType, true)!, batch.seq);
+  const board = boardId(db, batch.contract, batch.pointType, true)!;
+  statement(db, "UPDATE boards SET finalized_batches = finalized_batches + 1 WHERE board = ?").run(board);
+  return addTransfers(db, BOARD_TABLES, board, batch.seq);
 }
 
 /**
@@ -130,6 +132,7 @@ interface WindowWorkRow {
   from_ms: bigint;
   to_ms: bigint;
   state: "building" | "ready" | "dropping";
+  finalized_batches: bigint;
 }
 
 /** The FINALIZED batches of a window board's window (`w`: its window_boards row, `b`: its boards row), by batches_finalized. */
@@ -142,15 +145,22 @@ const WINDOW_MISSING_SQL = `${WINDOW_FINALIZED_SQL}
 
 /**
  * A window board to drop (first), or one that misses batches of its window: being built, or
- * ready and holding fewer than its window's FINALIZED batches (one count each); oldest first
- * (one connection: nothing else takes it meanwhile).
+ * ready and holding fewer than its window's FINALIZED batches; oldest first (one connection:
+ * nothing else takes it meanwhile). First, ready ones whose board finalized batches since they
+ * were seen but that miss none (one count each) are recorded as seen.
  */
 function takeWindowWork(db: SqliteDb): WindowBoardWork | null {
+  statement(
+    db,
+    `UPDATE window_boards AS w SET seen_finalized = b.finalized_batches FROM boards b
+     WHERE b.board = w.board AND w.state = 'ready' AND w.seen_finalized <> b.finalized_batches
+       AND w.batches = (SELECT count(*) FROM ${WINDOW_FINALIZED_SQL})`,
+  ).run();
   const row = statement(
     db,
-    `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state
+    `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, b.finalized_batches
      FROM window_boards w JOIN boards b ON b.board = w.board
-     WHERE w.state IN ('dropping', 'building') OR (w.state = 'ready' AND w.batches < (SELECT count(*) FROM ${WINDOW_FINALIZED_SQL}))
+     WHERE w.state IN ('dropping', 'building') OR (w.state = 'ready' AND w.seen_finalized <> b.finalized_batches)
      ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1`,
   ).get() as WindowWorkRow | undefined;
   if (row === undefined) return null;
@@ -161,6 +171,7 @@ function takeWindowWork(db: SqliteDb): WindowBoardWork | null {
     fromMs: toNumber(row.from_ms),
     toMs: toNumber(row.to_ms),
     state: row.state,
+    boardFinalized: toNumber(row.finalized_batches),
   };
 }
 
@@ -181,12 +192,14 @@ function addToWindow(db: SqliteDb, window: number, batch: StoredBatch): number {
   return addTransfers(db, WINDOW_TABLES, window, batch.seq);
 }
 
-function advanceWindow(db: SqliteDb, window: number, added: number, ready: boolean): void {
+function advanceWindow(db: SqliteDb, work: WindowBoardWork, added: number, caughtUp: boolean): void {
   statement(
     db,
-    `UPDATE window_boards SET batches = batches + @added, state = CASE WHEN @ready THEN 'ready' ELSE state END
+    `UPDATE window_boards SET batches = batches + @added,
+       state = CASE WHEN @caughtUp THEN 'ready' ELSE state END,
+       seen_finalized = CASE WHEN @caughtUp THEN @seen ELSE seen_finalized END
      WHERE window_id = @window`,
-  ).run({ window, added, ready: ready ? 1 : 0 });
+  ).run({ window: work.window, added, caughtUp: caughtUp ? 1 : 0, seen: work.boardFinalized });
 }
 
 /** Up to `limit` entries of a dropped window board; its bands and row go with the last of them. */
@@ -358,7 +371,8 @@ function windowSource(
   const { fromMs, toMs } = windowBounds(window);
   const kept = statement(
     db,
-    `SELECT w.window_id, w.state, w.batches = (SELECT count(*) FROM ${WINDOW_FINALIZED_SQL}) AS complete
+    `SELECT w.window_id, w.state,
+       CASE WHEN w.seen_finalized = b.finalized_batches THEN 1 ELSE w.batches = (SELECT count(*) FROM ${WINDOW_FINALIZED_SQL}) END AS complete
      FROM window_boards w JOIN boards b ON b.board = w.board
      WHERE w.board = ? AND w.from_ms = ? AND w.to_ms = ? AND w.state <> 'dropping'`,
   ).get(board, fromMs, toMs) as { window_id: bigint; state: string; complete: bigint } | undefined;

@@ -427,7 +427,10 @@ export const MIGRATIONS: Migration[] = [
     // from_ms is Number.MIN_SAFE_INTEGER for a window without \`from\`, to_ms MAX_SAFE_INTEGER
     // for one without \`to\`. window_batches lists the batches a window board holds (so a batch
     // finalized late into its window is found and added) and \`batches\` counts them (so a read
-    // compares it with one count of the window's FINALIZED batches).
+    // compares it with one count of the window's FINALIZED batches). boards.finalized_batches
+    // counts the batches finalizations added to the board, and seen_finalized is that count when
+    // the window job last found the window board complete: while they are equal nothing needs
+    // counting.
     version: 14,
     name: "window_boards",
     sql: `
@@ -438,8 +441,10 @@ export const MIGRATIONS: Migration[] = [
         to_ms BIGINT NOT NULL,
         state TEXT NOT NULL CHECK (state IN ('building', 'ready', 'dropping')),
         batches BIGINT NOT NULL DEFAULT 0,
+        seen_finalized BIGINT NOT NULL DEFAULT -1,
         created_at_ms BIGINT NOT NULL
       );
+      ALTER TABLE boards ADD COLUMN finalized_batches BIGINT NOT NULL DEFAULT 0;
       CREATE UNIQUE INDEX window_boards_kept ON window_boards (board, from_ms, to_ms) WHERE state <> 'dropping';
       CREATE TABLE window_batches (window_id BIGINT NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (window_id, seq));
       CREATE TABLE window_entries (

@@ -512,9 +512,12 @@ export const MIGRATIONS: Migration[] = [
     // current by it, read as the all-time board is (its entries, ranking index and bands have the
     // board tables' shape, keyed by window_id instead of board). window_batches says which batches
     // a window board holds (a row per batch), `batches` how many: a read compares that with the
-    // window's FINALIZED batches. window_id is never reused (AUTOINCREMENT): a dropped window
-    // board's entries are deleted by it in steps. At most one kept (not dropping) window board
-    // per board and window.
+    // window's FINALIZED batches. boards.finalized_batches counts the batches a finalization
+    // added to the board, and seen_finalized is that count when the window job last found the
+    // window board complete: while the two are equal, nothing needs counting (an idle board costs
+    // its readers and the job nothing). window_id is never reused (AUTOINCREMENT): a dropped
+    // window board's entries are deleted by it in steps. At most one kept (not dropping) window
+    // board per board and window.
     version: 16,
     name: "window_boards",
     sql: `
@@ -525,8 +528,10 @@ export const MIGRATIONS: Migration[] = [
         to_ms INTEGER NOT NULL,
         state TEXT NOT NULL CHECK (state IN ('building', 'ready', 'dropping')),
         batches INTEGER NOT NULL DEFAULT 0,
+        seen_finalized INTEGER NOT NULL DEFAULT -1,
         created_at_ms INTEGER NOT NULL
       );
+      ALTER TABLE boards ADD COLUMN finalized_batches INTEGER NOT NULL DEFAULT 0;
       CREATE UNIQUE INDEX window_boards_kept ON window_boards (board, from_ms, to_ms) WHERE state <> 'dropping';
       CREATE TABLE window_batches (
         window_id INTEGER NOT NULL,
