@@ -73,6 +73,11 @@ function windowOf(startMs: number): DayWindow {
   return { fromDay: dayText(fromMs), toDay: dayText(toMs), fromMs, toMs };
 }
 
+/** A window from the same first day, without an end. */
+function openWindowOf(window: DayWindow): DayWindow {
+  return { ...window, toDay: null, toMs: null };
+}
+
 /** What the seeding wrote, as the bench counted it: each recipient's points all time and in the window. */
 interface Tally {
   allTime: BigInt64Array;
@@ -492,6 +497,13 @@ async function readMeasures(store: Store, contract: AddressKey, options: Leaderb
       from: tally.windowSpec.fromDay,
       to: tally.windowSpec.toDay,
       ...(await boardMeasures(ctx, tally.windowSpec, window, TARGETS.windowP99Ms, Date.now())),
+    },
+    // The same days without \`to\`: a window still open (no transfer finalized after them), kept by the window job too.
+    openWindowBoardBuild: await windowBoardBuild(ctx, openWindowOf(tally.windowSpec), tally.windowTransfers),
+    openWindow: {
+      from: tally.windowSpec.fromDay,
+      to: null,
+      ...(await boardMeasures(ctx, openWindowOf(tally.windowSpec), window, TARGETS.windowP99Ms, Date.now())),
     },
     balanceAsOf: await balanceAsOfMeasure(store as Store & HistoryStore, options, tally, ctx.random),
     walkAllTime: await walkBoard(ctx, allTime),
