@@ -202,7 +202,7 @@ function advanceWindow(db: SqliteDb, work: WindowBoardWork, added: number, caugh
   ).run({ window: work.window, added, caughtUp: caughtUp ? 1 : 0, seen: work.boardFinalized });
 }
 
-/** Up to `limit` entries of a dropped window board; its bands and row go with the last of them. */
+/** Up to `limit` entries of a dropped window board; its batches, bands and row go with the last of them. */
 function dropWindowEntries(db: SqliteDb, window: number, limit: number): number {
   const deleted = statement(
     db,
