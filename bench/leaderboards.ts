@@ -12,7 +12,7 @@ import { takeSnapshot } from "../src/snapshots/snapshots.js";
 import type { HistoryStore, LeaderboardsStore } from "../src/store/ports/leaderboards.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { HISTORY_BACKFILL_MAX_STEP } from "../src/domain/limits.js";
-import { runBoundedSteps } from "../src/worker/history-backfill.js";
+import { runBoundedSteps } from "../src/worker/bounded-steps.js";
 import type { LeaderboardsOptions } from "./options.js";
 import { createBenchSchema, type BenchSchema } from "./postgres-schema.js";
 import { quantile, round } from "./stats.js";
