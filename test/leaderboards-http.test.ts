@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../src/clock.js";
 import { loadConfig } from "../src/config.js";
@@ -11,6 +12,7 @@ import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { createMetrics } from "../src/metrics.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { Finalizer } from "../src/worker/finalize.js";
+import { WindowBoardsJob } from "../src/worker/window-boards.js";
 import {
   TEST_ENV,
   addContract,
@@ -339,6 +341,17 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
       points: "0",
       participants: 2,
     });
+    expect(okBody(await standing(ledger.contract, both, `pointType=PHASE2_POINTS&to=${dayTwo}`))).toMatchObject({ rank: 2, points: "1" });
+    // The routes read as of the server's clock, so each window asked for was listed for the window job; once it
+    // has built them, the same reads come from the window boards with the same answers.
+    const job = new WindowBoardsJob(h.backend.store, {}, pino({ enabled: false }));
+    expect((await job.runOnce()).added).toBeGreaterThan(0);
+    expect(await h.backend.store.buildWindowBoards(10)).toBe(0);
+    expect((await window(`from=${dayOne}&to=${dayThree}&limit=2&cursor=${first.cursor}`)).entries).toEqual(second.entries);
+    expect((await window(`to=${dayTwo}`)).entries.map((e) => [e.rank, e.address, e.points])).toEqual([
+      [1, early, "4"],
+      [2, both, "1"],
+    ]);
     expect(okBody(await standing(ledger.contract, both, `pointType=PHASE2_POINTS&to=${dayTwo}`))).toMatchObject({ rank: 2, points: "1" });
   });
 
