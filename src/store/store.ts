@@ -67,7 +67,15 @@ export interface LedgerStore
 /** The LedgerStore operations the flows of src/ledger/ implement, once for both adapters. */
 export type LedgerOperations = Pick<
   LedgerStore,
-  "submitBatch" | "cancelBatch" | "finalizeDue" | "credit" | "setOperator" | "createApiKey" | "revokeApiKey" | "backfillHistory" | "buildWindowBoards"
+  | "submitBatch"
+  | "cancelBatch"
+  | "finalizeDue"
+  | "credit"
+  | "setOperator"
+  | "createApiKey"
+  | "revokeApiKey"
+  | "backfillHistory"
+  | "buildWindowBoards"
 >;
 
 /**
