@@ -29,17 +29,18 @@ import type { Io, Out } from "./io.js";
  * buildWindowBoards) builds one in bounded steps after a read asked for it, and then adds each
  * FINALIZED batch of the window that it does not hold yet (a window still open gains one with
  * every finalization inside it); WINDOW_BOARDS_PER_BOARD are kept per board (the oldest asked is
- * dropped, in steps too). Nothing is written for windows in a finalization's transaction.
+ * dropped, in steps too). A finalization writes nothing for windows but one more finalized batch
+ * on its board's row (boards.finalized_batches).
  * A window board holds only FINALIZED batches of its window, each once, and a batch never leaves
  * that state: so it misses a batch exactly when it holds fewer than the window's FINALIZED
- * batches (one count over batches_finalized); and it misses none while its board has finalized no
- * batch since the job last found it complete (boards.finalized_batches, one more per batch a
- * finalization adds to the board, against window_boards.seen_finalized: no count at all, so an
- * idle board costs its readers and the job nothing). A read uses it when it misses none, or only batches
- * finalized less than WINDOW_BOARD_LAG_MS before the reader's now (API.md: a batch shows within
- * 1 s of its finalizedAt); otherwise (still building, the job behind, or a batch finalized inside
- * an ended window by a clock set back) it sums the window's batches and their transfers, so a
- * window board can be late but a read is never wrong.
+ * batches (one count over batches_finalized); and it misses none while its board has finalized
+ * no batch since the job last found it complete (boards.finalized_batches against
+ * window_boards.seen_finalized: no count at all, so an idle board costs its readers and the job
+ * nothing). A read uses it when it misses none, or only batches finalized less than
+ * WINDOW_BOARD_LAG_MS before the reader's now (API.md: a batch shows within 1 s of its
+ * finalizedAt); otherwise (still building, the job behind, or a batch finalized inside an ended
+ * window by a clock set back) it sums the window's batches and their transfers, so a window
+ * board can be late but a read is never wrong.
  * history_backfill lists the batches that were FINALIZED before these tables existed; the
  * history job (src/worker/) adds them in bounded steps through the same flow.
  */
