@@ -554,8 +554,9 @@ export async function runLeaderboardsBench(options: LeaderboardsOptions): Promis
     process.stdout.write(JSON.stringify({ skipped: true, reason: "--db postgres needs BENCH_DATABASE_URL" }) + "\n");
     return 0;
   }
-  const schema = options.db === "postgres" ? await createBenchSchema(baseUrl!) : null;
-  const url = schema?.url ?? `sqlite:${options.keepFile ?? join(dir, "leaderboards.db")}`;
+  const schema = options.db === "postgres" ? await createBenchSchema(baseUrl!, options.keep) : null;
+  const url = schema?.url ?? `sqlite:${options.keep ?? join(dir, "leaderboards.db")}`;
+  if (options.keep !== null) log(`keeping the database: ${schema?.url ?? url}`);
   const store: Store = await openStore({ ...DEFAULTS, databaseUrl: url, pgPoolSize: 4, pgStatementTimeoutMs: 600_000 });
   try {
     const figures = await measure(store, options, schema);

@@ -30,11 +30,12 @@ export const USAGE = `npm run bench -- [options]
   --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes
   --snapshot [--db sqlite|postgres] [--addresses N]
                         only: a Merkle snapshot of N addresses (default 1,000,000), its time and peak RSS (bench/snapshot.ts)
-  --leaderboards [--db sqlite|postgres] [--recipients N] [--transfers N] [--samples N] [--budget SECONDS] [--seed-only] [--keep FILE]
+  --leaderboards [--db sqlite|postgres] [--recipients N] [--transfers N] [--samples N] [--budget SECONDS] [--seed-only] [--keep FILE|SCHEMA]
                         only: seeds N recipients (default 1,000,000) and N finalized transfers (default 10,000,000)
                         through the store over 60 days, then times board pages, ranks, balances asOf and a
                         snapshot asOf (bench/leaderboards.ts); --samples per measure (default 1000), each
-                        measure stops after --budget seconds (default 60); --seed-only times the seeding alone; --keep FILE keeps the SQLite database`;
+                        measure stops after --budget seconds (default 60); --seed-only times the seeding alone; --keep FILE keeps the SQLite database
+                        in FILE; with --db postgres, --keep SCHEMA seeds into that new schema and keeps it`;
 
 function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
   if (raw === undefined) return fallback;
@@ -97,8 +98,8 @@ export interface LeaderboardsOptions {
   budgetSec: number;
   /** Only the seeding and its finalize rate: the paired run against code without leaderboards. */
   seedOnly: boolean;
-  /** SQLite: seed into this file and keep it (for inspection), instead of a temporary one. */
-  keepFile: string | null;
+  /** Seed into this SQLite file or new PostgreSQL schema and keep it (for inspection), instead of a temporary one. */
+  keep: string | null;
 }
 
 export function parseLeaderboardsOptions(argv: string[]): LeaderboardsOptions {
@@ -125,6 +126,6 @@ export function parseLeaderboardsOptions(argv: string[]): LeaderboardsOptions {
     samples: positiveInt("samples", values.samples, 1000),
     budgetSec: positiveInt("budget", values.budget, 60),
     seedOnly: values["seed-only"] ?? false,
-    keepFile: values.keep ?? null,
+    keep: values.keep ?? null,
   };
 }

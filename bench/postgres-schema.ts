@@ -24,8 +24,10 @@ async function runOnce(url: string, sql: string): Promise<void> {
   }
 }
 
-export async function createBenchSchema(baseUrl: string): Promise<BenchSchema> {
-  const schema = `bench_${randomBytes(6).toString("hex")}`;
+/** `keep`: create the schema by that name and leave it in place at drop() (for inspection). */
+export async function createBenchSchema(baseUrl: string, keep: string | null = null): Promise<BenchSchema> {
+  if (keep !== null && !/^[a-z_][a-z0-9_]{0,62}$/.test(keep)) throw new Error(`--keep: not a plain schema name: "${keep}"`);
+  const schema = keep ?? `bench_${randomBytes(6).toString("hex")}`;
   await runOnce(baseUrl, `CREATE SCHEMA ${schema}`);
   const url = new URL(baseUrl);
   url.searchParams.set("options", `-c search_path=${schema}`);
@@ -43,6 +45,6 @@ export async function createBenchSchema(baseUrl: string): Promise<BenchSchema> {
         await client.end();
       }
     },
-    drop: () => runOnce(baseUrl, `DROP SCHEMA ${schema} CASCADE`),
+    drop: () => (keep === null ? runOnce(baseUrl, `DROP SCHEMA ${schema} CASCADE`) : Promise.resolve()),
   };
 }

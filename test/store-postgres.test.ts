@@ -10,6 +10,7 @@ import { StoreUnavailableError } from "../src/store/errors.js";
 
 /** The key src/store/postgres/db.ts migrate() takes (pg_advisory_xact_lock). */
 const MIGRATION_LOCK_KEY = "7061221907";
+import { createPool } from "../src/store/postgres/db.js";
 import { MIGRATIONS } from "../src/store/postgres/migrations/index.js";
 import { FINALIZE_RETRY_BASE_MS } from "../src/store/finalize-retry.js";
 import type { LedgerStore, SubmitResult } from "../src/store/store.js";
@@ -349,6 +350,24 @@ describe.skipIf(!DATABASE_URL_TEST)(`PostgreSQL store under concurrency and fail
     }
     const filtered = await store.listBatches(sender, { sort: "ASC", limit: 10, createdAfterMs: T0_MS, createdBeforeMs: T0_MS + 3 });
     expect(filtered.batches.map((batch) => batch.batchId)).toEqual(ids.slice(2, 6));
+  });
+
+  it("runs every session without JIT, and keeps the URL's own options (which may turn it back on)", async () => {
+    const settings = async (connectionString: string) => {
+      const pool = createPool({ connectionString, poolSize: 1, statementTimeoutMs: 5000 });
+      try {
+        const { rows } = await pool.query<{ jit: string; search_path: string; application_name: string }>(
+          "SELECT current_setting('jit') AS jit, current_setting('search_path') AS search_path, current_setting('application_name') AS application_name",
+        );
+        return rows[0];
+      } finally {
+        await pool.end();
+      }
+    };
+    expect(await settings(db.connectionString)).toEqual({ jit: "off", search_path: db.schema, application_name: db.schema });
+    const jitOn = new URL(db.connectionString);
+    jitOn.searchParams.set("options", `-c search_path=${db.schema} -c jit=on`);
+    expect(await settings(jitOn.toString())).toMatchObject({ jit: "on", search_path: db.schema });
   });
 
   it("answers StoreUnavailableError while a statement waits past statement_timeout", async () => {

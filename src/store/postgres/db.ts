@@ -45,9 +45,33 @@ const MIGRATION_LOCK_KEY = "7061221907";
  */
 const lostConnections = new WeakMap<pg.PoolClient, Error>();
 
+/**
+ * Settings of every session, sent in the start-up packet's `options` before the URL's own
+ * `options` (which pg would otherwise let replace them), so a URL can still set each one back:
+ *
+ * - `jit=off`: the service's statements are index reads and writes of a few ms, and PostgreSQL
+ *   JIT-compiles any statement whose estimate passes jit_above_cost, however cheap it really is.
+ *   A balance asOf (history.ts: its straddling-day part is costed as if it read every transfer
+ *   of its batches) spent 24 ms of 52 compiling, on every call; p50 20.7 → 0.61 ms, and each
+ *   page of a snapshot asOf likewise (docs/performance.md, 10,000,000 transfers).
+ */
+const SESSION_OPTIONS = "-c jit=off";
+
+function withSessionOptions(connectionString: string): { connectionString: string; options: string } {
+  let url: URL;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    return { connectionString, options: SESSION_OPTIONS };
+  }
+  const own = url.searchParams.get("options");
+  url.searchParams.delete("options");
+  return { connectionString: url.toString(), options: own ? `${SESSION_OPTIONS} ${own}` : SESSION_OPTIONS };
+}
+
 export function createPool(options: PostgresOptions): PgPool {
   const pool = new pg.Pool({
-    connectionString: options.connectionString,
+    ...withSessionOptions(options.connectionString),
     max: options.poolSize,
     connectionTimeoutMillis: POOL_WAIT_TIMEOUT_MS,
     idleTimeoutMillis: IDLE_TIMEOUT_MS,
