@@ -290,6 +290,8 @@ interface ReadContext {
   contract: AddressKey;
   options: LeaderboardsOptions;
   random: () => number;
+  /** PostgreSQL: VACUUM ANALYZE, as after the seeding (measure()), once a window board is built. */
+  settle: () => Promise<void>;
 }
 
 /** Top-100 pages, pages after a random entry, and random addresses' ranks, on one board. */
@@ -374,6 +376,7 @@ async function windowBoardBuild(ctx: ReadContext, window: DayWindow, transfers: 
     peakRssMb: built.memory.rssPeakMb,
   };
   log(`window board built: ${JSON.stringify(figures)}`);
+  await ctx.settle();
   return figures;
 }
 
@@ -474,12 +477,20 @@ async function snapshotMeasure(store: Store, id: string, asOfMs: number | null, 
   return figures;
 }
 
-async function readMeasures(store: Store, contract: AddressKey, options: LeaderboardsOptions, tally: Tally) {
+async function readMeasures(store: Store, contract: AddressKey, options: LeaderboardsOptions, tally: Tally, schema: BenchSchema | null) {
   if (typeof store.readBoard !== "function" || typeof store.getBalancesAsOf !== "function") {
     log("this build's store has no readBoard/getBalancesAsOf: reads skipped");
     return { skipped: "the store has no leaderboards or history reads in this build" };
   }
-  const ctx: ReadContext = { store: store as Store & LeaderboardsStore, contract, options, random: generator(RNG_SEED + 1) };
+  const ctx: ReadContext = {
+    store: store as Store & LeaderboardsStore,
+    contract,
+    options,
+    random: generator(RNG_SEED + 1),
+    settle: async () => {
+      if (schema) await vacuumAnalyze(schema, "after the window board's build");
+    },
+  };
   log("expected boards from the tally");
   const allTime = expectedBoard(tally.allTime);
   const window = expectedBoard(tally.window);
@@ -511,18 +522,22 @@ async function readMeasures(store: Store, contract: AddressKey, options: Leaderb
   return { ...reads.value, memoryDuringReads: reads.memory };
 }
 
+/**
+ * What autovacuum does on a deployment (it is off on the bench machine): without it no page is
+ * marked all-visible, and a rank's count (an index-only scan) visits the table row by row.
+ */
+async function vacuumAnalyze(schema: BenchSchema, when: string): Promise<void> {
+  const started = performance.now();
+  await schema.vacuumAnalyze();
+  log(`VACUUM ANALYZE ${when}: ${round((performance.now() - started) / 1000, 1)} s`);
+}
+
 async function measure(store: Store, options: LeaderboardsOptions, schema: BenchSchema | null): Promise<Record<string, unknown>> {
   await store.migrate();
   const contract = `0x${"c0ffee".padEnd(40, "0")}` as AddressKey;
   log(`seeding ${options.recipients} recipients, ${options.transfers} transfers (${options.db})`);
   const { tally, figures } = await seed(store, options, contract);
-  if (schema) {
-    // What autovacuum does on a deployment (it is off on the bench machine): without it no page
-    // is marked all-visible, and a rank's count (an index-only scan) visits the table row by row.
-    const vacuumStarted = performance.now();
-    await schema.vacuumAnalyze();
-    log(`VACUUM ANALYZE after seeding: ${round((performance.now() - vacuumStarted) / 1000, 1)} s`);
-  }
+  if (schema) await vacuumAnalyze(schema, "after seeding");
   const config = {
     db: options.db,
     recipients: options.recipients,
@@ -530,7 +545,7 @@ async function measure(store: Store, options: LeaderboardsOptions, schema: Bench
     loadAverage: os.loadavg().map((l) => round(l, 1)),
   };
   if (options.seedOnly) return { config, seeding: figures };
-  const reads = await readMeasures(store, contract, options, tally);
+  const reads = await readMeasures(store, contract, options, tally, schema);
   // The contract still holds most of its credit: one leaf more than the recipients.
   const snapshotAsOf = await snapshotMeasure(store, "lb-asof", tally.endMs + 60_000, options.recipients + 1);
   const snapshotNow = await snapshotMeasure(store, "lb-now", null, options.recipients + 1);
