@@ -186,7 +186,12 @@ export interface TransactionOptions<T> {
   commitIf?: (result: T) => boolean;
   isolation?: "READ COMMITTED" | "REPEATABLE READ";
   readOnly?: boolean;
+  /** A snapshot another open transaction exported (pg_export_snapshot()): this one reads the same database state. */
+  snapshot?: string;
 }
+
+/** What pg_export_snapshot() returns, e.g. 00000003-0000001B-1 (SET TRANSACTION SNAPSHOT takes no parameter). */
+const EXPORTED_SNAPSHOT = /^[0-9A-F]+(-[0-9A-F]+)+$/i;
 
 /**
  * Runs `work` in one transaction on one pooled connection. A connection that failed is destroyed
@@ -223,6 +228,10 @@ export async function transaction<T>(
   try {
     const mode = `${options.isolation ?? "READ COMMITTED"}${options.readOnly ? " READ ONLY" : ""}`;
     await client.query(`BEGIN ISOLATION LEVEL ${mode}`);
+    if (options.snapshot !== undefined) {
+      if (!EXPORTED_SNAPSHOT.test(options.snapshot)) throw new Error(`not an exported snapshot: ${options.snapshot}`);
+      await client.query(`SET TRANSACTION SNAPSHOT '${options.snapshot}'`);
+    }
     const result = await work(client);
     const commit = !options.commitIf || options.commitIf(result);
     await client.query(commit ? "COMMIT" : "ROLLBACK");

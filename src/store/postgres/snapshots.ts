@@ -21,6 +21,12 @@ const MEASURE_SQL: Record<SnapshotMeasure, string> = { available: AVAILABLE_SQL,
  * transaction (accounts.ts settleBatch), so it is in the read wholly or not at all, however many
  * finalize while the pages are read. It takes no row lock: submissions and finalization go on.
  * With asOfMs, each page is measured as of then (readPageAsOf).
+ *
+ * Two halves of the address space are read at once, the upper one on a second connection whose
+ * transaction imports the first one's snapshot (pg_export_snapshot(), as pg_dump --jobs does):
+ * the same consistent read on two backends. Addresses are hashes, so the halves are about equal.
+ * Without a second connection to be had at once (a pool of one, or every connection in use) the
+ * upper half is read after the lower one, on the same transaction.
  */
 export async function readSnapshotHoldings(
   pool: PgPool,
@@ -28,37 +34,64 @@ export async function readSnapshotHoldings(
   measure: SnapshotMeasure,
   asOfMs: number | null,
 ): Promise<SnapshotHoldings> {
+  const readRange = async (db: Queryable, range: AddressRange): Promise<SnapshotHoldings> => {
+    const holdings: SnapshotHoldings = { addresses: [], units: [] };
+    for (let after: string | null = range.after; after !== null;) {
+      const page: AddressRange = { after, before: range.before };
+      after =
+        asOfMs === null
+          ? await readPage(db, pointType, measure, page, holdings)
+          : await readPageAsOf(db, pointType, measure, asOfMs, page, holdings);
+    }
+    return holdings;
+  };
   return transaction(
     pool,
     async (client) => {
-      const holdings: SnapshotHoldings = { addresses: [], units: [] };
-      for (let after: string | null = ""; after !== null;) {
-        after =
-          asOfMs === null
-            ? await readPage(client, pointType, measure, after, holdings)
-            : await readPageAsOf(client, pointType, measure, asOfMs, after, holdings);
-      }
-      return holdings;
+      const parallel = pool.options.max > 1 && (pool.idleCount > 0 || pool.totalCount < pool.options.max);
+      // The transaction's first statement: it takes the snapshot that both halves read.
+      const snapshot = parallel ? (await client.query<{ id: string }>("SELECT pg_export_snapshot() AS id")).rows[0]!.id : null;
+      // Both settle before the transaction ends, whichever fails: no read goes on behind an answer.
+      const [lower, upper] = await Promise.allSettled([
+        readRange(client, LOWER_HALF),
+        snapshot === null
+          ? null
+          : transaction(pool, (other) => readRange(other, UPPER_HALF), { isolation: "REPEATABLE READ", readOnly: true, snapshot }),
+      ]);
+      if (lower.status === "rejected") throw lower.reason;
+      if (upper.status === "rejected") throw upper.reason;
+      const rest = upper.value ?? (await readRange(client, UPPER_HALF));
+      return { addresses: [...lower.value.addresses, ...rest.addresses], units: [...lower.value.units, ...rest.units] };
     },
     { isolation: "REPEATABLE READ", readOnly: true },
   );
 }
 
-/** Reads one page of rows after `after` into `holdings` (addHoldingsPage decides what goes in); null after the last page. */
+/** Addresses in (after, before). Every address is `0x` and 40 hex digits: none equals SPLIT, all are below "0y". */
+interface AddressRange {
+  after: string;
+  before: string;
+}
+
+const SPLIT = "0x8";
+const LOWER_HALF: AddressRange = { after: "", before: SPLIT };
+const UPPER_HALF: AddressRange = { after: SPLIT, before: "0y" };
+
+/** Reads one page of rows in the range after `after` into `holdings` (addHoldingsPage decides what goes in); null after the last page. */
 async function readPage(
   db: Queryable,
   pointType: PointType,
   measure: SnapshotMeasure,
-  after: string,
+  page: AddressRange,
   holdings: SnapshotHoldings,
 ): Promise<string | null> {
   const { rows } = await db.query<{ address: string; amount: string }>({
     name: `pl-snapshot-holdings-${measure}`,
     text: `SELECT a.address, ${MEASURE_SQL[measure]} AS amount FROM accounts a
-           WHERE a.address > $1 AND a.point_type = $2 ORDER BY a.address LIMIT $3`,
-    values: [after, pointType, HOLDINGS_PER_PAGE],
+           WHERE a.address > $1 AND a.address < $4 AND a.point_type = $2 ORDER BY a.address LIMIT $3`,
+    values: [page.after, pointType, HOLDINGS_PER_PAGE, page.before],
   });
-  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => toUnits(row.amount));
+  return addHoldingsPage(holdings, page.after, rows, HOLDINGS_PER_PAGE, (row) => toUnits(row.amount));
 }
 
 /**
@@ -71,19 +104,19 @@ async function readPageAsOf(
   pointType: PointType,
   measure: SnapshotMeasure,
   asOfMs: number,
-  after: string,
+  page: AddressRange,
   holdings: SnapshotHoldings,
 ): Promise<string | null> {
   const { rows } = await db.query<{ address: string }>({
     name: "pl-snapshot-addresses",
-    text: "SELECT address FROM accounts WHERE address > $1 AND point_type = $2 ORDER BY address LIMIT $3",
-    values: [after, pointType, HOLDINGS_PER_PAGE],
+    text: "SELECT address FROM accounts WHERE address > $1 AND address < $4 AND point_type = $2 ORDER BY address LIMIT $3",
+    values: [page.after, pointType, HOLDINGS_PER_PAGE, page.before],
   });
   if (rows.length === 0) return null;
   const through = rows[rows.length - 1]!.address;
-  const found = await history.readBalancesAsOf(db, pointType, after, through, asOfMs);
+  const found = await history.readBalancesAsOf(db, pointType, page.after, through, asOfMs);
   const balances = new Map(found.map((entry) => [entry.address as string, entry.balance]));
-  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) =>
+  return addHoldingsPage(holdings, page.after, rows, HOLDINGS_PER_PAGE, (row) =>
     measuredUnits(balances.get(row.address) ?? ZERO_BALANCE, measure),
   );
 }
