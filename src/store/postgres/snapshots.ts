@@ -48,7 +48,8 @@ export async function readSnapshotHoldings(
   return transaction(
     pool,
     async (client) => {
-      const parallel = pool.options.max > 1 && (pool.idleCount > 0 || pool.totalCount < pool.options.max);
+      // A pool of one has neither: this transaction holds its only connection.
+      const parallel = pool.idleCount > 0 || pool.totalCount < pool.options.max;
       // The transaction's first statement: it takes the snapshot that both halves read.
       const snapshot = parallel ? (await client.query<{ id: string }>("SELECT pg_export_snapshot() AS id")).rows[0]!.id : null;
       // Both settle before the transaction ends, whichever fails: no read goes on behind an answer.
