@@ -312,7 +312,10 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       const { boards, strayEntries } = await fixture.windowBoards(store);
       expect(strayEntries).toBe(0);
       expect(boards.length).toBeGreaterThanOrEqual(5);
-      expect(boards.filter((b) => b.state !== "ready"), `seed ${seed}`).toEqual([]);
+      expect(
+        boards.filter((b) => b.state !== "ready"),
+        `seed ${seed}`,
+      ).toEqual([]);
       expect(everyBoard.filter((b) => run.model.board(b.contract, b.pointType, b.window).length > 0).length).toBeGreaterThan(0);
     });
 
