@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_POINT_TYPES } from "../src/domain/batch.js";
 import { parsePoints } from "../src/domain/points.js";
 import { createSqliteStore } from "../src/ledger/sqlite.js";
+import { openDatabase } from "../src/store/sqlite/db.js";
 import { randomAddress, storeContractSuite } from "./store-contract.js";
 
 const directory = mkdtempSync(join(tmpdir(), "points-ledger-contract-"));
@@ -100,6 +101,21 @@ describe("verify() on a corrupted SQLite ledger", () => {
     } finally {
       raw.close();
       await store.close();
+    }
+  });
+});
+
+describe("a SQLite database as the store opens it", () => {
+  it("writes ahead (WAL), syncs as configured and waits 5 s for another process's lock", () => {
+    const db = openDatabase({ path: join(directory, "settings.db"), synchronous: "NORMAL" });
+    try {
+      expect({
+        journal: db.pragma("journal_mode", { simple: true }),
+        synchronous: db.pragma("synchronous", { simple: true }),
+        busyTimeoutMs: db.pragma("busy_timeout", { simple: true }),
+      }).toEqual({ journal: "wal", synchronous: 1, busyTimeoutMs: 5000 });
+    } finally {
+      db.close();
     }
   });
 });
