@@ -83,7 +83,7 @@ export function randomAddress(): AddressKey {
   return `0x${randomBytes(20).toString("hex")}` as AddressKey;
 }
 
-/** A run's seed: LEADERBOARDS_SEED replays one, else the clock picks it. */
+/** A suite's seed: LEADERBOARDS_SEED replays one, else the clock picks it. */
 function runSeed(): number {
   return Number(process.env.LEADERBOARDS_SEED ?? Date.now() % 1_000_000);
 }
@@ -248,10 +248,12 @@ class Run {
 }
 
 export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): void {
-  describe.skipIf(fixture.skipMessage !== undefined)(`${name}${fixture.skipMessage ? ` (${fixture.skipMessage})` : ""}`, () => {
+  // One seed for the suite's random runs, in its name: a failure names the seed that replays it.
+  const seed = runSeed();
+  const title = `${name} (seed ${seed}: LEADERBOARDS_SEED=${seed} replays it)${fixture.skipMessage ? ` (${fixture.skipMessage})` : ""}`;
+  describe.skipIf(fixture.skipMessage !== undefined)(title, () => {
     it("ranks every board and window as the model does after each random credit, submission, cancellation and finalization", async () => {
       const store = (await fixture.freshStore())!;
-      const seed = runSeed();
       const run = new Run(store, generator(seed));
       const random = run.random;
       const contracts = [randomAddress(), randomAddress()];
@@ -321,7 +323,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
 
     it("reads a window from its window board once built and kept current, from the batches while it misses a batch finalized 1 s before or earlier", async () => {
       const store = (await fixture.freshStore())!;
-      const run = new Run(store, generator(runSeed()));
+      const run = new Run(store, generator(seed));
       const contract = randomAddress();
       await run.fund([contract]);
       const recipients = Array.from({ length: 12 }, randomAddress);
@@ -458,7 +460,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
 
     it("pages with a cursor while batches finalize: every entry at most once, an unchanged one exactly once", async () => {
       const store = (await fixture.freshStore())!;
-      const run = new Run(store, generator(runSeed()));
+      const run = new Run(store, generator(seed));
       const contract = randomAddress();
       await run.fund([contract]);
       const recipients = Array.from({ length: 30 }, randomAddress);
@@ -496,7 +498,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
     });
 
     it("backfills batches finalized before the leaderboards existed, each once, beside live finalizations", async () => {
-      const random = generator(runSeed());
+      const random = generator(seed);
       const contracts = [randomAddress(), randomAddress()];
       const recipients = Array.from({ length: 8 }, randomAddress);
       const old: OldBatch[] = [];
