@@ -256,5 +256,33 @@ export function describeHistory(name: string, open: () => Promise<HistoryFixture
         }
       }
     }, 60_000);
+
+    // Last: its finalizations may finalize what the random run left pending (its reads are all as of earlier times).
+    it("answers a day paid five times, at each receipt and 1 ms around it, whichever side of the time it reads", async () => {
+      const { store } = fixture;
+      const [contract, recipient, other] = [randomAddress(), randomAddress(), randomAddress()];
+      const dayMs = Date.UTC(2027, 5, 1);
+      const HOUR_MS = 3_600_000;
+      expect(
+        (await store.credit({ address: contract, creditId: "day", pointType: "PHASE2_POINTS", amount: 100n * UNITS, createdAtMs: dayMs }))
+          .kind,
+      ).toBe("credited");
+      // Receipts near both ends of the day and in its middle: a time in it is nearer its first or its last.
+      const receipts = [1, 2, 12, 22, 23].map((hour, i) => ({ atMs: dayMs + hour * HOUR_MS, units: BigInt(i + 1) * UNITS }));
+      for (const [i, { atMs, units }] of receipts.entries()) {
+        const transfers = [
+          { toAddress: recipient, amount: units },
+          { toAddress: other, amount: UNITS },
+        ];
+        const batch = { contract, batchId: `day-${i}`, pointType: "PHASE2_POINTS" as const, transfers, total: units + UNITS };
+        expect((await store.submitBatch({ ...batch, secondsToFinalize: 60, createdAtMs: atMs - 60_000 })).kind).toBe("accepted");
+        expect((await store.finalizeDue(atMs, 100)).some((done) => done.batchId === `day-${i}`)).toBe(true);
+      }
+      for (const asOfMs of receipts.flatMap(({ atMs }) => [atMs - 1, atMs, atMs + 1, atMs + HOUR_MS / 2])) {
+        const expected = receipts.filter(({ atMs }) => atMs <= asOfMs).reduce((sum, { units }) => sum + units, 0n);
+        const read = await store.getBalancesAsOf(recipient, ["PHASE2_POINTS"], asOfMs);
+        expect({ asOfMs, received: read.PHASE2_POINTS.receivedCumulative }).toEqual({ asOfMs, received: expected });
+      }
+    });
   });
 }

@@ -20,7 +20,8 @@ import type { Io, Out } from "./io.js";
  * - received_daily: per (address, point type, UTC day, contract) the points received that day, in
  *   place, with the day's first and last receipt times. An address's receivedCumulative as of a
  *   time is its days whose last receipt was by then, plus, for the one day that straddles the
- *   time (first ≤ asOf < last), its transfers in that day's batches of the contract up to then.
+ *   time (first ≤ asOf < last), its transfers in that day's batches of the contract up to then
+ *   (read on the shorter side: the day's amount less those after then, when that reads fewer).
  * A window (whole UTC days, ended or still open) is read from its window board once one is kept
  * for it (SQLite migration 16 / PostgreSQL 14): window_boards (one per board and window, with how
  * many batches it holds), window_batches (which ones: a row per batch, not per transfer),

@@ -19,9 +19,17 @@ import { toUnits, type Queryable } from "./db.js";
  * of a snapshot asOf reads ≈ 9 rows an address; two scans and a sort of them all took twice as
  * long at 10,000,000 transfers): the days whose last receipt was by then count whole; a day whose
  * receipts straddle the time (first ≤ asOf < last: only asOf's own day can) is read from that
- * day's batches of its contract (batches_finalized), the address's transfers in those finalized
- * from the day's first receipt to asOf, by a subquery that runs for those rows only.
+ * day's batches of its contract (batches_finalized), by a subquery that runs for those rows only,
+ * on the shorter side of asOf: the address's transfers in those finalized from the day's first
+ * receipt to asOf, or the day's amount less those after asOf to its last receipt (every batch of
+ * the contract finalized in [first, last] lies in that day). Each batch read costs its transfers,
+ * so this reads the batches of one side only.
  */
+const partialReceiptsSql = (from: string, to: string) => `(
+             SELECT coalesce(sum(t.amount_units), 0) FROM batches b JOIN transfers t ON t.seq = b.seq
+             WHERE b.contract = d.contract AND b.point_type = d.point_type AND b.status = 'FINALIZED'
+               AND b.finalized_at_ms BETWEEN ${from} AND ${to} AND t.to_address = d.address)`;
+
 const BALANCES_AS_OF_SQL = `
   SELECT address, point_type, sum(earned) AS earned, sum(received) AS received,
          sum(finalized_sent) AS finalized_sent, sum(pending) AS pending
@@ -30,10 +38,9 @@ const BALANCES_AS_OF_SQL = `
     FROM credits WHERE address BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND created_at_ms <= $4
     UNION ALL
     SELECT d.address, d.point_type, 0,
-           sum(CASE WHEN d.last_at_ms <= $4 THEN d.amount_units ELSE (
-             SELECT coalesce(sum(t.amount_units), 0) FROM batches b JOIN transfers t ON t.seq = b.seq
-             WHERE b.contract = d.contract AND b.point_type = d.point_type AND b.status = 'FINALIZED'
-               AND b.finalized_at_ms BETWEEN d.first_at_ms AND $4 AND t.to_address = d.address) END),
+           sum(CASE WHEN d.last_at_ms <= $4 THEN d.amount_units
+                    WHEN $4 - d.first_at_ms <= d.last_at_ms - $4 THEN ${partialReceiptsSql("d.first_at_ms", "$4")}
+                    ELSE d.amount_units - ${partialReceiptsSql("$4 + 1", "d.last_at_ms")} END),
            0, 0
     FROM received_daily d
     WHERE d.address BETWEEN $1 AND $2 AND d.point_type = ANY($3::text[]) AND d.first_at_ms <= $4

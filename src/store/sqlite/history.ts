@@ -36,7 +36,10 @@ const creditsSql = (range: Range["kind"]) =>
 
 // received_daily (keyed by the address's 20 bytes and the board): the days whose last receipt was
 // by then count whole; a day whose receipts straddle the time (first ≤ asOf < last: only asOf's
-// own day can) is read from that day's batches of its board (PARTIAL_RECEIPTS_SQL).
+// own day can) is read from that day's batches of its board (PARTIAL_RECEIPTS_SQL), on the
+// shorter side of asOf: its receipts from the first to asOf, or the day's amount less those after
+// asOf to the last (every batch finalized in [first, last] of its board lies in that day). The
+// scan reads each batch's transfers, so it costs the batches of the side it reads.
 const RECEIPTS_RANGE_SQL = {
   one: "r.address = @lowBytes",
   between: "r.address BETWEEN @lowBytes AND @highBytes",
@@ -48,15 +51,42 @@ const receiptsSql = (range: Range["kind"]) =>
    WHERE ${RECEIPTS_RANGE_SQL[range]} AND r.last_at_ms <= @asOf GROUP BY r.address, bo.point_type`;
 
 const straddlingDaysSql = (range: Range["kind"]) =>
-  `SELECT ${ADDRESS_TEXT("r.address")} AS address, bo.point_type, bo.contract, r.first_at_ms
+  `SELECT ${ADDRESS_TEXT("r.address")} AS address, bo.point_type, bo.contract, r.first_at_ms, r.last_at_ms,
+     r.amount_q, r.amount_w, r.amount_f
    FROM received_daily r JOIN boards bo ON bo.board = r.board
    WHERE ${RECEIPTS_RANGE_SQL[range]} AND r.first_at_ms <= @asOf AND r.last_at_ms > @asOf`;
 
-/** One straddling day: the address's transfers in its board's batches finalized from the day's first receipt to asOf. */
+/** Part of a straddling day: the address's transfers in its board's batches finalized in [from, to]. */
 const PARTIAL_RECEIPTS_SQL = `SELECT ${LIMB_SUMS("t.amount_w", "t.amount_f")}
    FROM batches b INDEXED BY batches_finalized JOIN transfers t ON t.seq = b.seq
    WHERE b.contract = @contract AND b.point_type = @pointType AND b.status = 'FINALIZED'
-     AND b.finalized_at_ms BETWEEN @first AND @asOf AND t.to_address = @address`;
+     AND b.finalized_at_ms BETWEEN @from AND @to AND t.to_address = @address`;
+
+interface StraddlingDay {
+  address: string;
+  point_type: string;
+  contract: string;
+  first_at_ms: bigint;
+  last_at_ms: bigint;
+  amount_q: bigint;
+  amount_w: bigint;
+  amount_f: bigint;
+}
+
+/** A straddling day's receipts by asOfMs, read on the shorter side of it (see received_daily above). */
+function straddlingDayUnits(db: SqliteDb, day: StraddlingDay, asOfMs: number): bigint {
+  const asOf = BigInt(asOfMs);
+  const before = asOf - day.first_at_ms <= day.last_at_ms - asOf;
+  const sums = statement(db, PARTIAL_RECEIPTS_SQL).get({
+    contract: day.contract,
+    pointType: day.point_type,
+    address: day.address,
+    from: before ? day.first_at_ms : asOf + 1n,
+    to: before ? asOf : day.last_at_ms,
+  }) as LimbSums;
+  const part = unitsOf({ ...sums, address: day.address, point_type: day.point_type });
+  return before ? part : fromTriple(day.amount_q, day.amount_w, day.amount_f) - part;
+}
 
 // A batch created by then is finalized (F), cancelled (C) or still pending (P) as of then.
 // INDEXED BY: the partial indexes that also lead with contract hold only some batches.
@@ -104,21 +134,8 @@ function balancesInRange(db: SqliteDb, pointTypes: ReadonlySet<string>, range: R
   for (const row of statement(db, receiptsSql(range.kind)).all(params) as (LimbSums & { q: bigint })[]) {
     add(row.address, row.point_type, "receivedCumulative", unitsOf(row, row.q));
   }
-  const straddling = statement(db, straddlingDaysSql(range.kind)).all(params) as {
-    address: string;
-    point_type: string;
-    contract: string;
-    first_at_ms: bigint;
-  }[];
-  for (const day of straddling) {
-    const sums = statement(db, PARTIAL_RECEIPTS_SQL).get({
-      contract: day.contract,
-      pointType: day.point_type,
-      first: day.first_at_ms,
-      asOf: asOfMs,
-      address: day.address,
-    }) as LimbSums;
-    add(day.address, day.point_type, "receivedCumulative", unitsOf({ ...sums, address: day.address, point_type: day.point_type }));
+  for (const day of statement(db, straddlingDaysSql(range.kind)).all(params) as StraddlingDay[]) {
+    add(day.address, day.point_type, "receivedCumulative", straddlingDayUnits(db, day, asOfMs));
   }
   for (const row of statement(db, sentSql(range.kind)).all(params) as (LimbSums & { state: "F" | "C" | "P" })[]) {
     if (row.state === "F") add(row.address, row.point_type, "finalizedSentCumulative", unitsOf(row));
