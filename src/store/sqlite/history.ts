@@ -83,8 +83,8 @@ function straddlingDayUnits(db: SqliteDb, day: StraddlingDay, asOfMs: number): b
     address: day.address,
     from: before ? day.first_at_ms : asOf + 1n,
     to: before ? asOf : day.last_at_ms,
-  }) as LimbSums;
-  const part = unitsOf({ ...sums, address: day.address, point_type: day.point_type });
+  }) as Limbs;
+  const part = unitsOf(sums);
   return before ? part : fromTriple(day.amount_q, day.amount_w, day.amount_f) - part;
 }
 
@@ -97,17 +97,21 @@ const sentSql = (range: Range["kind"]) =>
    FROM batches INDEXED BY batches_listing WHERE ${RANGE_SQL[range]("contract")} AND created_at_ms <= @asOf
    GROUP BY contract, point_type, state`;
 
-interface LimbSums {
-  address: string;
-  point_type: string;
+/** The four sums of LIMB_SUMS. */
+interface Limbs {
   wh: bigint | null;
   wl: bigint | null;
   fh: bigint | null;
   fl: bigint | null;
 }
 
+interface LimbSums extends Limbs {
+  address: string;
+  point_type: string;
+}
+
 /** Units of the limb sums (see LIMB_SUMS), with `q` 10^18-point limbs. */
-function unitsOf(row: LimbSums, q: bigint = 0n): bigint {
+function unitsOf(row: Limbs, q: bigint = 0n): bigint {
   // sum() over no rows is NULL.
   const whole = (row.wh ?? 0n) * 1_000_000_000n + (row.wl ?? 0n);
   const fraction = (row.fh ?? 0n) * 1_000_000n + (row.fl ?? 0n);
