@@ -154,8 +154,27 @@ function readPointTypes(env: Env): Pick<Config, "pointTypes" | "minimumTransferU
 
 function readDatabaseUrl(env: Env): string {
   const url = env.DATABASE_URL || "sqlite:./data/points.db";
-  if (/^sqlite:.+/.test(url) || /^postgres(ql)?:\/\/.+/.test(url)) return url;
+  if (/^sqlite:.+/.test(url)) return url;
+  if (/^postgres(ql)?:\/\/.+/.test(url)) {
+    // Not echoed: the URL may hold a password.
+    if (!parsesAsPostgresUrl(url)) {
+      throw new ConfigError(
+        "DATABASE_URL",
+        "is not a valid postgres://user:password@host:port/database URL (percent-encode any @ : / ? # in the password)",
+      );
+    }
+    return url;
+  }
   throw new ConfigError("DATABASE_URL", `must be sqlite:<path> or postgres://…, got "${url}"`);
+}
+
+/**
+ * Whether node-postgres can read the URL: the same parse pg-connection-string makes (spaces
+ * encoded, a WHATWG URL, an empty host allowed), which otherwise fails only at the first query.
+ */
+function parsesAsPostgresUrl(url: string): boolean {
+  const encoded = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, "%$1") : url;
+  return [encoded, encoded.replace("@/", "@___DUMMY___/")].some((candidate) => URL.canParse(candidate, "postgres://base"));
 }
 
 function readAdminToken(env: Env): string | null {

@@ -31,7 +31,16 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   const metrics = createMetrics();
   const app = await buildApp({ config, store, clock, metrics });
   const worker = createWorker(store, config, clock, metrics, app.log.child({ component: "worker" }));
-  const url = await app.listen({ port: config.port, host: config.host });
+  let url: string;
+  try {
+    url = await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // The port is taken (or may not be used): close what was opened, so the process exits at
+    // once (an open PostgreSQL pool would keep it alive) and the CLI says why in one line.
+    await app.close();
+    await store.close();
+    throw error;
+  }
   // FINALIZER_ENABLED=false: this process serves the API only; `points-ledger worker` runs the jobs.
   if (config.finalizerEnabled) worker.start();
   let stopping: Promise<void> | null = null;

@@ -79,12 +79,6 @@ const worker: Command = async (_args, _options, config) => {
   });
 };
 
-const migrate: Command = async (_args, _options, config) =>
-  withStore(config(), async (store) => {
-    console.log(`schema of the ${store.kind} database is up to date`);
-    return 0;
-  });
-
 const operator: Command = async (args, _options, config) => {
   if (args[0] !== "set") throw new UsageError("usage: operator set <contract> <operator>");
   const contract = requireAddress(argument(args, 1, "contract"), "contract");
@@ -136,4 +130,5 @@ const verify: Command = async (_args, _options, config) =>
 
 const demo: Command = async () => runDemo();
 
-export const commands: Record<string, Command> = { serve, worker, finalizer: worker, migrate, operator, credit, verify, demo };
+/** `migrate` and `backup` are in ops-commands.ts (their own options). */
+export const commands: Record<string, Command> = { serve, worker, finalizer: worker, operator, credit, verify, demo };

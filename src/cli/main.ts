@@ -5,20 +5,22 @@ import { ApiError } from "../domain/errors.js";
 import { commands, UsageError } from "./commands.js";
 import { CLIENT_USAGE, clientCommands } from "./client-commands.js";
 import { readableDetails, usageOf } from "./report.js";
+import { OPS_USAGE, opsCommands } from "./ops-commands.js";
 import { SNAPSHOT_USAGE, snapshotCommand } from "./snapshot-commands.js";
+import { startupProblem } from "./startup-errors.js";
 
 const USAGE = `points-ledger <command>
 
   serve                                   start the HTTP server and the background jobs (npm start)
   worker                                  run only the background jobs: finalize, deliver, purge
                                           (finalizer: the same, its former name)
-  migrate                                 bring the database schema up to date
   operator set <contract> <operator>      register or change a contract's operator
   credit <address> <pointType> <points> [--id <creditId>] [--asset <ASSET>] [--block <n>]
                                           add points to an address's earnedCumulative
                                           (--asset/--block: what they were earned on, for byAsset)
   verify                                  check every ledger invariant; exit 1 on a violation
   demo                                    the whole flow on a temporary database
+${OPS_USAGE}
 ${SNAPSHOT_USAGE}
 
 Configuration comes from the environment (see README: DATABASE_URL, PORT, ADMIN_TOKEN, …).
@@ -37,12 +39,23 @@ function parseTopLevel(argv: string[]) {
   }
 }
 
+/** DATABASE_URL once the configuration loaded, so a failure can name the database (startup-errors.ts). */
+let loadedDatabaseUrl: string | null = null;
+
+function config() {
+  const settings = loadConfig(process.env);
+  loadedDatabaseUrl = settings.databaseUrl;
+  return settings;
+}
+
 async function main(argv: string[]): Promise<number> {
   // Operator commands parse their own options, so they get the raw arguments.
   const clientCommand = argv[0] === undefined ? undefined : clientCommands[argv[0]];
   if (clientCommand) return clientCommand(argv.slice(1));
-  // The snapshot commands parse their own options too.
-  if (argv[0] === "snapshot") return snapshotCommand(argv.slice(1), () => loadConfig(process.env));
+  // The snapshot, migrate and backup commands parse their own options too.
+  if (argv[0] === "snapshot") return snapshotCommand(argv.slice(1), config);
+  const opsCommand = argv[0] === undefined ? undefined : opsCommands[argv[0]];
+  if (opsCommand) return opsCommand(argv.slice(1), config);
   const { positionals, values } = parseTopLevel(argv);
   const [name, ...rest] = positionals;
   const command = name === undefined ? undefined : commands[name];
@@ -50,7 +63,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return values.help ? 0 : 2;
   }
-  return command(rest, values, () => loadConfig(process.env));
+  return command(rest, values, config);
 }
 
 /** Every failure ends with a readable line and an exit code, never a stack trace (except a real bug's). */
@@ -67,6 +80,12 @@ function report(error: unknown, command: string | undefined): number {
     // A command line argument the domain refused (e.g. a malformed address): a usage error.
     console.error(`points-ledger: ${error.message}${readableDetails(error.details)}`);
     return 2;
+  }
+  // A start-up mistake (port taken, database missing or unopenable, schema too new): one line.
+  const problem = startupProblem(error, loadedDatabaseUrl);
+  if (problem !== null) {
+    console.error(`points-ledger: ${problem}`);
+    return 1;
   }
   console.error("points-ledger:", error);
   return 1;

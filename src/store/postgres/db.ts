@@ -4,6 +4,7 @@ import type { LedgerEvent } from "../../domain/events.js";
 import { CommittedEvents } from "../committed-events.js";
 import { StoreUnavailableError } from "../errors.js";
 import { MIGRATIONS } from "./migrations/index.js";
+import { migrationStatusOf, refuseNewerSchema, type MigrationStatus } from "../migration-status.js";
 
 export type PgPool = pg.Pool;
 export type PgClient = pg.PoolClient;
@@ -270,9 +271,22 @@ export function toNullableNumber(value: unknown): number | null {
   return value === null || value === undefined ? null : Number(value as string);
 }
 
+/** What `migrate` would apply, read without writing (`points-ledger migrate --status`). */
+export async function migrationStatus(pool: PgPool): Promise<MigrationStatus> {
+  const { rows: tables } = await pool.query<{ found: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS found");
+  const { rows } = tables[0]?.found
+    ? await pool.query<{ version: number; name: string; applied_at_ms: string }>(
+        "SELECT version, name, applied_at_ms FROM schema_migrations",
+      )
+    : { rows: [] };
+  const applied = rows.map((row) => ({ version: row.version, name: row.name, appliedAtMs: toNumber(row.applied_at_ms) }));
+  return migrationStatusOf(applied, MIGRATIONS);
+}
+
 /**
  * Applies pending migrations in one transaction holding an advisory lock, so processes that
  * start at the same time apply each migration once; the others wait, then find nothing to do.
+ * A schema newer than this version knows is refused (SchemaTooNewError) before anything runs.
  */
 export async function migrate(pool: PgPool): Promise<void> {
   await transaction(pool, async (client) => {
@@ -282,6 +296,7 @@ export async function migrate(pool: PgPool): Promise<void> {
     );
     const { rows } = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
     const applied = new Set(rows.map((row) => row.version));
+    refuseNewerSchema(applied, MIGRATIONS);
     for (const migration of MIGRATIONS) {
       if (applied.has(migration.version)) continue;
       await client.query(migration.sql);

@@ -5,6 +5,7 @@ import { InvariantViolation } from "../../domain/errors.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
 import { StoreUnavailableError } from "../errors.js";
 import { MIGRATIONS } from "./migrations/index.js";
+import { migrationStatusOf, refuseNewerSchema, type MigrationStatus } from "../migration-status.js";
 
 export type SqliteDb = Database.Database;
 export type SqliteStatement = Database.Statement;
@@ -273,19 +274,35 @@ function hasMigrationsTable(db: SqliteDb): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get() !== undefined;
 }
 
+/** What `migrate` would apply, read without writing (`points-ledger migrate --status`). */
+export function migrationStatus(db: SqliteDb): MigrationStatus {
+  const rows = hasMigrationsTable(db)
+    ? (db.prepare("SELECT version, name, applied_at_ms FROM schema_migrations").all() as {
+        version: number;
+        name: string;
+        applied_at_ms: number;
+      }[])
+    : [];
+  const applied = rows.map((row) => ({ version: row.version, name: row.name, appliedAtMs: row.applied_at_ms }));
+  return migrationStatusOf(applied, MIGRATIONS);
+}
+
 /**
  * Applies pending migrations inside one IMMEDIATE transaction, so concurrent starters serialize.
  * An up-to-date schema is only read, so a server starts on a database it cannot write (and
- * answers reads) instead of failing to start.
+ * answers reads) instead of failing to start. A schema newer than this version knows is refused
+ * (SchemaTooNewError), before and inside the transaction: another process may upgrade meanwhile.
  */
 export function migrate(db: SqliteDb): void {
   if (hasMigrationsTable(db)) {
     const applied = appliedVersions(db);
+    refuseNewerSchema(applied, MIGRATIONS);
     if (MIGRATIONS.every((migration) => applied.has(migration.version))) return;
   }
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)");
   const apply = db.transaction(() => {
     const applied = appliedVersions(db);
+    refuseNewerSchema(applied, MIGRATIONS);
     for (const migration of MIGRATIONS) {
       if (applied.has(migration.version)) continue;
       db.exec(migration.sql);

@@ -1,0 +1,176 @@
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import type { Config } from "../config.js";
+import { openStore } from "../ledger/open.js";
+import type { MigrationStatus } from "../store/migration-status.js";
+import { printableDatabaseUrl } from "./startup-errors.js";
+import { UsageError } from "./commands.js";
+
+/**
+ * The operator's upkeep commands (docs/operations.md): `migrate [--status]` and `backup <file>`.
+ * They work on DATABASE_URL directly, like `verify`, while the service runs.
+ */
+export const OPS_USAGE = `  migrate [--status]                      bring the database schema up to date; --status lists the applied and
+                                          pending migrations without applying anything
+  backup <file>                           a consistent copy of the live SQLite database in <file> (a new file),
+                                          taken while the service runs; PostgreSQL: use pg_dump (docs/operations.md)`;
+
+/** Milliseconds the backup's read waits for a writer's lock (the service's commits are short). */
+const BACKUP_BUSY_TIMEOUT_MS = 5000;
+/**
+ * Pages the backup copies per step: all of them. SQLite restarts a backup whose source another
+ * connection wrote between two steps, and the service writes all the time, so a backup in small
+ * steps might never finish; one step is one read transaction, a consistent copy, and in WAL mode
+ * it blocks no writer.
+ */
+const ALL_PAGES = 0x7fffffff;
+
+type ConfigSource = () => Config;
+
+function parse(argv: string[], options: { status?: { type: "boolean" } }) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, strict: true, options });
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function dateOf(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function statusLines(status: MigrationStatus, where: string): string[] {
+  const summary =
+    status.unknown.length > 0
+      ? `schema version ${status.databaseVersion}, newer than this version knows (${status.knownVersion}): this version will not start on it`
+      : status.pending.length === 0
+        ? `schema version ${status.databaseVersion}, up to date`
+        : `schema version ${status.databaseVersion}, ${status.pending.length} migration(s) pending (this version knows ${status.knownVersion})`;
+  const lines = [`${where}: ${summary}`];
+  for (const migration of status.applied)
+    lines.push(`applied  ${String(migration.version).padStart(3)}  ${migration.name}  ${dateOf(migration.appliedAtMs)}`);
+  for (const migration of status.unknown) {
+    lines.push(
+      `unknown  ${String(migration.version).padStart(3)}  ${migration.name}  ${dateOf(migration.appliedAtMs)}  (applied by a newer version)`,
+    );
+  }
+  for (const migration of status.pending) lines.push(`pending  ${String(migration.version).padStart(3)}  ${migration.name}`);
+  return lines;
+}
+
+/** The status read without writing: a SQLite file that does not exist yet is not created. */
+async function readMigrationStatus(config: Config): Promise<MigrationStatus> {
+  if (config.databaseUrl.startsWith("sqlite:")) {
+    const path = config.databaseUrl.slice("sqlite:".length);
+    const [{ default: Database }, { migrationStatus }] = await Promise.all([import("better-sqlite3"), import("../store/sqlite/db.js")]);
+    // No file yet: every migration is pending (an empty database says so without creating one).
+    // Not opened read-only: a read-only connection would leave the WAL's files behind it.
+    const db = existsSync(path) ? new Database(path, { fileMustExist: true }) : new Database(":memory:");
+    try {
+      db.pragma(`busy_timeout = ${BACKUP_BUSY_TIMEOUT_MS}`);
+      return migrationStatus(db);
+    } finally {
+      db.close();
+    }
+  }
+  const { createPool, migrationStatus } = await import("../store/postgres/db.js");
+  const pool = createPool({ connectionString: config.databaseUrl, poolSize: 1, statementTimeoutMs: config.pgStatementTimeoutMs });
+  try {
+    return await migrationStatus(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+async function migrate(argv: string[], config: ConfigSource): Promise<number> {
+  const { values, positionals } = parse(argv, { status: { type: "boolean" } });
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const settings = config();
+  const where = printableDatabaseUrl(settings.databaseUrl);
+  if (values.status) {
+    const status = await readMigrationStatus(settings);
+    console.log(statusLines(status, where).join("\n"));
+    return status.unknown.length > 0 ? 1 : 0;
+  }
+  const store = await openStore(settings);
+  try {
+    await store.migrate();
+  } finally {
+    await store.close();
+  }
+  console.log(`schema of the ${store.kind} database is up to date`);
+  return 0;
+}
+
+/** Flushes `path` (a file or a folder) to the disk: SQLite's backup does not sync a rename. */
+function fsyncPath(path: string): void {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Copies the SQLite database at `sourcePath` into `file`, through a temporary file renamed at
+ * the end, so `file` is either the whole consistent copy or absent.
+ */
+async function backupSqlite(sourcePath: string, file: string): Promise<{ pages: number; schemaVersion: number }> {
+  const { default: Database } = await import("better-sqlite3");
+  // Never created here: a backup of a mistyped path must not make an empty database.
+  const source = new Database(sourcePath, { fileMustExist: true });
+  const partial = join(dirname(file), `.${basename(file)}.partial-${process.pid}`);
+  try {
+    source.pragma(`busy_timeout = ${BACKUP_BUSY_TIMEOUT_MS}`);
+    const hasSchema = source.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+    if (hasSchema === undefined) throw new UsageError(`${sourcePath} is not a points-ledger database (no schema_migrations table)`);
+    const { version } = source.prepare("SELECT coalesce(max(version), 0) AS version FROM schema_migrations").get() as { version: number };
+    const { totalPages } = await source.backup(partial, { progress: () => ALL_PAGES });
+    fsyncPath(partial);
+    renameSync(partial, file);
+    fsyncPath(dirname(resolve(file)));
+    return { pages: totalPages, schemaVersion: version };
+  } finally {
+    source.close();
+    rmSync(partial, { force: true });
+  }
+}
+
+async function backup(argv: string[], config: ConfigSource): Promise<number> {
+  const { positionals } = parse(argv, {});
+  const [file, extra] = positionals;
+  if (file === undefined) throw new UsageError("missing <file>");
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
+  const settings = config();
+  if (!settings.databaseUrl.startsWith("sqlite:")) {
+    console.error(
+      'points-ledger: backup copies a SQLite database; for PostgreSQL use its own tools: pg_dump --format=custom --file=<file> "$DATABASE_URL" for a logical copy, or base backups with WAL archiving for point-in-time recovery (docs/operations.md)',
+    );
+    return 2;
+  }
+  const sourcePath = settings.databaseUrl.slice("sqlite:".length);
+  if (sourcePath === ":memory:") throw new UsageError("DATABASE_URL=sqlite::memory: has nothing on disk to back up");
+  if (existsSync(file)) {
+    console.error(`points-ledger: ${file} already exists: a backup never overwrites a file; name a new one`);
+    return 2;
+  }
+  if (!existsSync(dirname(resolve(file)))) {
+    console.error(`points-ledger: the folder of ${file} does not exist`);
+    return 2;
+  }
+  if (!existsSync(sourcePath)) {
+    console.error(`points-ledger: there is no SQLite database at ${sourcePath} (DATABASE_URL=${settings.databaseUrl})`);
+    return 1;
+  }
+  const startedMs = performance.now();
+  const { pages, schemaVersion } = await backupSqlite(sourcePath, file);
+  const bytes = statSync(file).size;
+  const ms = Math.round(performance.now() - startedMs);
+  console.log(`backed up ${sourcePath} to ${file}: ${pages} pages, ${bytes} bytes, schema version ${schemaVersion}, in ${ms} ms`);
+  return 0;
+}
+
+/** `migrate` and `backup`, by name; their own options. */
+export const opsCommands: Record<string, (argv: string[], config: ConfigSource) => Promise<number>> = { migrate, backup };
