@@ -43,6 +43,17 @@ export function createMetrics() {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 600],
       registers: [registry],
     }),
+    projectionLagSeconds: new Histogram({
+      name: "points_projection_lag_seconds",
+      help: "time from a batch's finalization to its projection into the leaderboards and balance history (the answers' through)",
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 60, 600],
+      registers: [registry],
+    }),
+    projectionTransfers: new Counter({
+      name: "points_projection_transfers_total",
+      help: "finalized transfers this process applied to the leaderboards and balance history",
+      registers: [registry],
+    }),
     ...jobMetrics(registry),
   };
 }

@@ -209,8 +209,18 @@ export const HISTORY_BACKFILL_MAX_STEP = 50;
 export const HISTORY_BACKFILL_STEP_TARGET_MS = 50;
 /** Steps one run takes at most before it sleeps (runs resume where the last one stopped: the list shrinks). */
 export const HISTORY_BACKFILL_MAX_STEPS = 100;
-/** Time between runs once nothing is left (a restore of an old backup may list batches again). */
-export const HISTORY_BACKFILL_INTERVAL_MS = 60_000;
+/**
+ * The projection (domain/projection.ts, src/worker/projection.ts): batches one pass applies at
+ * most (a pass writes each distinct recipient once, so larger passes write less per transfer,
+ * but hold SQLite's writer and the event loop longer: steps are sized to
+ * HISTORY_BACKFILL_STEP_TARGET_MS as the other bounded jobs'); how often the job looks at the
+ * queue when it was empty; how long an idle ledger's `through` may stand still; and how long
+ * the job defers to a finalizer that is draining a backlog before it takes a step anyway.
+ */
+export const PROJECTION_MAX_STEP = 256;
+export const PROJECTION_INTERVAL_MS = 100;
+export const PROJECTION_IDLE_ADVANCE_MS = 1_000;
+export const PROJECTION_MAX_DEFER_MS = 5_000;
 
 /**
  * Window boards (src/store/ports/leaderboards.ts): how many a board keeps (a read of another
@@ -234,5 +244,5 @@ export const WINDOW_BOARD_LAG_MS = 1_000;
  */
 export const SNAPSHOT_AS_OF_MIN_AGE_MS = 60_000;
 
-/** How long a client waits before asking again while history is being built (503 on boards and `asOf`). */
-export const HISTORY_BUILDING_RETRY_AFTER_SECONDS = 10;
+/** How long a client waits before asking again for a snapshot as of a time the projection has not reached (503). */
+export const PROJECTION_BEHIND_RETRY_AFTER_SECONDS = 5;

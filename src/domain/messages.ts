@@ -155,6 +155,6 @@ export function inputMessage(kind: InputKind, value: unknown, maxItems = 0): str
 }
 
 /** 503 on leaderboards and `asOf` reads while the history job adds the batches finalized before history was kept. */
-export function historyBuildingMessage(batchesLeft: number): string {
-  return `history is being built (batches finalized before this version are being added to the leaderboards and balance history; ${batchesLeft} left); retry shortly`;
+export function projectionBehindMessage(throughMs: number, queued: number): string {
+  return `the leaderboards and balance history have applied the batches finalized through ${new Date(throughMs).toISOString()} (${queued} finalized batches still to apply): a snapshot as of a later time must wait for them; retry shortly`;
 }

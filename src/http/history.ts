@@ -2,8 +2,6 @@ import { validationFailed } from "../domain/errors.js";
 import { zonedTimeMessage } from "../domain/messages.js";
 import { zonedTimeMs } from "../domain/times.js";
 
-export { requireHistory } from "../store/history-ready.js";
-
 /**
  * The `asOf` of a balances read (API.md "Leaderboards and history") in epoch ms: a time with its
  * zone that names a real moment, not after `nowMs` (a balance of the future is not known yet).

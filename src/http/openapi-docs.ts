@@ -331,12 +331,13 @@ export const treeExample = {
 /** Leaderboards (API.md "Leaderboards and history"). */
 export const leaderboardDocs = {
   page: ok(
-    "One page of the board: the addresses this contract's finalized transfers of pointType reached (in the window, when given), most points first; equal points share a rank (1, 2, 2, 4), ordered by address. `cursor` is null on the last page.",
+    "One page of the board: the addresses this contract's finalized transfers of pointType reached (in the window, when given), most points first; equal points share a rank (1, 2, 2, 4), ordered by address. `through`: every batch finalized at or before it is counted, each whole, and none after it (boards are kept after the finalization: within 1 s of it under normal load). `cursor` is null on the last page.",
     {
       pointType: "PHASE2_POINTS",
       from: "2026-11-01",
       to: "2026-12-01",
       participants: 3,
+      through: "2026-11-28T12:00:03.120Z",
       entries: [
         { rank: 1, address: RECIPIENT_2, points: "40" },
         { rank: 2, address: RECIPIENT, points: "12.5" },
@@ -345,12 +346,16 @@ export const leaderboardDocs = {
         "djIubGIuUEhBU0UyX1BPSU5UUy4yMDI2LTExLTAxLjIwMjYtMTItMDEuMTI1MDAwMDAwMDAwMDAuMHg3MDk5Nzk3MGM1MTgxMmRjM2EwMTBjN2QwMWI1MGUwZDE3ZGM3OWM4LjIuMg",
     },
   ),
-  standing: ok('The address\'s place on the board: rank null and points "0" when the contract sent it nothing in the window.', {
-    address: RECIPIENT,
-    rank: 2,
-    points: "12.5",
-    participants: 3,
-  }),
+  standing: ok(
+    "The address's place on the board: rank null and points \"0\" when the contract sent it nothing in the window; `through` as on the board's pages.",
+    {
+      address: RECIPIENT,
+      rank: 2,
+      points: "12.5",
+      participants: 3,
+      through: "2026-11-28T12:00:03.120Z",
+    },
+  ),
 };
 
 export function snapshotBodyDocs(config: Pick<Config, "pointTypes">): SchemaDocs {

@@ -1,11 +1,11 @@
 import { assertInvariant } from "../domain/errors.js";
+import { finalizationTimeMs } from "../domain/projection.js";
 import { finalizeTransition } from "../domain/transitions.js";
 import { finalizeErrorText } from "../store/finalize-retry.js";
 import type { DueBatch, FinalizedBatch, FinalizeFailure } from "../store/ports/batches.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
 import { checkedWrite } from "./balance.js";
 import { inFinalizeAttempt, inFinalizePass, io, readWith, type Flow } from "./flow.js";
-import { recordFinalizedBatch } from "./history.js";
 
 /**
  * Per database, the contract whose batch was attempted last: the next ranking starts the round
@@ -83,14 +83,17 @@ function* attemptFlow<Db>(database: LedgerDatabase<Db>, pass: Db, seq: string, n
  * it is no longer claimable. The same three assertions on every database: the status changed
  * under the claim, the sender's change passes the domain's balance check, and the settlement
  * changed the sender and one account per stored transfer. (Recipients only gain: their available
- * cannot fall, so no check of theirs could fail that the sender's does not cover.)
+ * cannot fall, so no check of theirs could fail that the sender's does not cover.) The read models
+ * get one queue row (src/ledger/projection.ts applies it after the commit), and the batch is
+ * stamped after the projection's fence (domain/projection.ts), so no answered `through` misses it.
  */
 function* finalizeOne<Db>(ports: LedgerPorts<Db>, db: Db, seq: string, nowMs: number): Flow<FinalizedBatch | null> {
   const stored = yield* io(ports.batches.claimBatch(db, seq, nowMs));
   if (!stored) return null;
-  const transition = finalizeTransition(stored, nowMs);
+  const finalizedAtMs = finalizationTimeMs(nowMs, yield* io(ports.projection.readFence(db)));
+  const transition = finalizeTransition(stored, finalizedAtMs);
   if (transition.kind === "not_due") return null;
-  const changed = yield* io(ports.batches.setStatus(db, seq, "PENDING", "FINALIZED", nowMs, null));
+  const changed = yield* io(ports.batches.setStatus(db, seq, "PENDING", "FINALIZED", finalizedAtMs, null));
   assertInvariant(changed, `batch ${stored.batchId} changed under its claim`);
   const sender = yield* io(ports.accounts.readBalance(db, stored.contract, stored.pointType));
   const accounts = yield* io(ports.accounts.settleBatch(db, stored, checkedWrite(sender, transition.senderChange)));
@@ -98,14 +101,13 @@ function* finalizeOne<Db>(ports: LedgerPorts<Db>, db: Db, seq: string, nowMs: nu
     accounts === stored.transferCount + 1,
     `batch ${stored.batchId} has ${accounts - 1} stored transfers: settled ${accounts} accounts for ${stored.transferCount} transfers`,
   );
-  // The boards and received_daily, in the same transaction: they show exactly the finalized batches.
-  yield* recordFinalizedBatch(ports, db, stored, nowMs);
+  yield* io(ports.projection.enqueue(db, seq, finalizedAtMs));
   yield* io(ports.events.appendEvents(db, transition.events));
   return {
     contract: stored.contract,
     batchId: stored.batchId,
     transferCount: stored.transferCount,
     finalizeAtMs: stored.finalizeAtMs,
-    finalizedAtMs: nowMs,
+    finalizedAtMs,
   };
 }

@@ -5,7 +5,7 @@ import { createApiKey, revokeApiKey } from "./api-keys.js";
 import { cancelBatch } from "./cancel.js";
 import { credit } from "./credit.js";
 import { finalizeDue } from "./finalize.js";
-import { backfillHistory, buildWindowBoards } from "./history.js";
+import { applyProjection, buildWindowBoards } from "./projection.js";
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 
@@ -26,7 +26,7 @@ export function ledgerOperations<Db>(database: LedgerDatabase<Db>): LedgerOperat
     setOperator: async (contract, operator, nowMs, actor = SYSTEM_ACTOR) => setOperator(database, contract, operator, nowMs, actor),
     createApiKey: async (apiKey) => createApiKey(database, apiKey),
     revokeApiKey: async (contract, id, nowMs, actor = SYSTEM_ACTOR) => revokeApiKey(database, contract, id, nowMs, actor),
-    backfillHistory: async (limit) => backfillHistory(database, limit),
+    applyProjection: async (limit, nowMs) => applyProjection(database, limit, nowMs),
     buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
   };
 }

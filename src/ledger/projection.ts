@@ -1,58 +1,63 @@
 import { assertInvariant } from "../domain/errors.js";
-import { inWindow } from "../domain/leaderboard.js";
+import { inWindow, utcDayOf } from "../domain/leaderboard.js";
 import { WINDOW_DROP_ENTRIES_PER_BATCH } from "../domain/limits.js";
-import type { StoredBatch } from "../store/ports/batches.js";
-import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
-import { inTransaction, io, type Flow } from "./flow.js";
+import { projectionCut } from "../domain/projection.js";
+import type { LedgerDatabase } from "../store/ports/ledger.js";
+import type { ProjectionStep } from "../store/ports/leaderboards.js";
+import { inTransaction, io } from "./flow.js";
+
+const NOTHING: ProjectionStep = { applied: 0, transfers: 0, throughMs: null, finalizedAtMs: [] };
 
 /**
- * Leaderboards and history (src/store/ports/leaderboards.ts), kept by the flows: a FINALIZED
- * batch is added to its contract's board and to its recipients' received_daily in the
- * transaction that finalizes it (finalize.ts finalizeOne, right after the settlement), so a board
- * never shows a batch that did not finalize, nor misses one that did.
+ * One step of the projection (domain/projection.ts): the read models catch up with the
+ * finalizations, after them. Two transactions:
+ * 1. the cut: the queue's head is read under the projection's lock (PostgreSQL: the state row FOR
+ *    UPDATE, which waits for the finalizations in flight, each holding it FOR SHARE since it read
+ *    the fence) and the fence is raised to the cut, so nothing can finalize at or before it later;
+ * 2. the pass: the batches finalized by the cut are taken off the queue, applied, and through
+ *    moves to the cut, in one transaction (a crash loses and doubles nothing); on PostgreSQL one
+ *    instance at a time (an advisory lock, tried: the others skip this step).
+ * Returns what the pass applied.
  */
-export function* recordFinalizedBatch<Db>(ports: LedgerPorts<Db>, db: Db, batch: StoredBatch, finalizedAtMs: number): Flow<void> {
-  const recipients = yield* io(ports.leaderboards.addToBoard(db, batch));
-  // Recipients with nothing (a zero transfer, where a point type's minimum is 0) are not ranked:
-  // a batch that moved points ranks at least one address, and never more than it has transfers.
-  assertInvariant(
-    recipients <= batch.transferCount && recipients > 0 === batch.total > 0n,
-    `batch ${batch.batchId} ranked ${recipients} recipients for ${batch.transferCount} transfers totalling ${batch.total} units`,
-  );
-  yield* io(ports.leaderboards.addReceipts(db, batch, finalizedAtMs));
-}
-
-/**
- * One bounded step of the history job (src/worker/history-backfill.ts): takes up to `limit` of
- * the batches that were FINALIZED before history existed off history_backfill and records each,
- * all in one transaction, so a batch is added exactly once (taken and recorded, or neither).
- * Each sender's account is locked first, in (contract, point type) order: a finalization of the
- * same board holds that lock from its settlement on (PostgreSQL), so the two never interleave
- * their board writes. Returns how many batches it added.
- */
-export async function backfillHistory<Db>(database: LedgerDatabase<Db>, limit: number): Promise<number> {
+export async function applyProjection<Db>(database: LedgerDatabase<Db>, limit: number, nowMs: number): Promise<ProjectionStep> {
+  const cut = await inTransaction(database, function* (ports, db) {
+    const { throughMs, head } = yield* io(ports.projection.queueHead(db, limit + 1));
+    const cutMs = projectionCut(head, limit, throughMs, nowMs);
+    if (cutMs !== null) yield* io(ports.projection.raiseFence(db, cutMs));
+    return cutMs;
+  });
+  if (cut === null) return NOTHING;
   return inTransaction(database, function* (ports, db) {
-    const taken = yield* io(ports.leaderboards.takeBackfill(db, limit));
-    assertInvariant(taken.length <= limit, `took ${taken.length} batches to backfill, more than the ${limit} asked`);
-    const boards = [...new Set(taken.map(({ batch }) => `${batch.contract} ${batch.pointType}`))].sort();
-    for (const board of boards) {
-      const [contract, pointType] = board.split(" ") as [StoredBatch["contract"], StoredBatch["pointType"]];
-      yield* io(ports.accounts.lockBalance(db, contract, pointType));
+    if (!(yield* io(ports.projection.claimApplier(db)))) return NOTHING;
+    const queued = yield* io(ports.projection.takeQueued(db, cut));
+    let transfers = 0;
+    let recipients = 0;
+    for (const day of [...new Set(queued.map(({ finalizedAtMs }) => utcDayOf(finalizedAtMs)))]) {
+      const ofDay = queued.filter(({ finalizedAtMs }) => utcDayOf(finalizedAtMs) === day);
+      for (const { batch, finalizedAtMs } of ofDay) {
+        assertInvariant(
+          batch.status === "FINALIZED" && batch.finalizedAtMs === finalizedAtMs && finalizedAtMs <= cut,
+          `queued batch ${batch.batchId} is ${batch.status} at ${batch.finalizedAtMs}, not FINALIZED at ${finalizedAtMs} ≤ ${cut}`,
+        );
+        transfers += batch.transferCount;
+      }
+      recipients += yield* io(ports.projection.applyBatches(db, ofDay, day));
     }
-    for (const { batch, finalizedAtMs } of taken) {
-      assertInvariant(batch.status === "FINALIZED", `batch ${batch.batchId} to backfill is ${batch.status}, not FINALIZED`);
-      yield* recordFinalizedBatch(ports, db, batch, finalizedAtMs);
-    }
-    return taken.length;
+    // Recipients with nothing (a zero transfer, where a point type's minimum is 0) are not ranked:
+    // a pass never ranks more (board, address) entries than its batches have transfers.
+    assertInvariant(recipients <= transfers, `a pass ranked ${recipients} entries for ${transfers} transfers`);
+    yield* io(ports.projection.advanceThrough(db, cut));
+    return { applied: queued.length, transfers, throughMs: cut, finalizedAtMs: queued.map(({ finalizedAtMs }) => finalizedAtMs) };
   });
 }
 
 /**
  * One bounded step of the window job (src/worker/window-boards.ts): drops up to `limit` ×
  * WINDOW_DROP_ENTRIES_PER_BATCH entries of a window board being dropped, or adds up to `limit`
- * FINALIZED batches of its window that a window board does not hold yet, and marks it ready when
- * none is left. One transaction: the batches, the entries and the count move together
- * (src/store/ports/leaderboards.ts). Returns 0 when there was nothing to do, else `limit`.
+ * FINALIZED batches of its window finalized by the time it was asked for (later ones come with
+ * the projection's passes), and marks it ready when none is left. One transaction: the batches,
+ * the entries and the count move together (src/store/ports/leaderboards.ts). Returns 0 when
+ * there was nothing to do, else `limit`.
  */
 export async function buildWindowBoards<Db>(database: LedgerDatabase<Db>, limit: number): Promise<number> {
   return inTransaction(database, function* (ports, db) {
@@ -67,8 +72,11 @@ export async function buildWindowBoards<Db>(database: LedgerDatabase<Db>, limit:
     const window = { fromDay: null, toDay: null, fromMs: work.fromMs, toMs: work.toMs };
     for (const batch of batches) {
       assertInvariant(
-        batch.status === "FINALIZED" && batch.finalizedAtMs !== null && inWindow(window, batch.finalizedAtMs),
-        `window ${work.window}: batch ${batch.batchId} (${batch.status}) is not a FINALIZED batch of the window`,
+        batch.status === "FINALIZED" &&
+          batch.finalizedAtMs !== null &&
+          inWindow(window, batch.finalizedAtMs) &&
+          batch.finalizedAtMs <= work.builtThroughMs,
+        `window ${work.window}: batch ${batch.batchId} (${batch.status}) is not a FINALIZED batch of the window by ${work.builtThroughMs}`,
       );
       yield* io(ports.windowBoards.addToWindow(db, work.window, batch));
     }

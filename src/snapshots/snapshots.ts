@@ -23,7 +23,7 @@ import {
 } from "../domain/snapshot.js";
 import type { LeaderboardsStore } from "../store/ports/leaderboards.js";
 import { SnapshotBuildAbandonedError, type NewSnapshot, type SnapshotCreateResult, type SnapshotsStore } from "../store/ports/snapshots.js";
-import { requireHistory } from "../store/history-ready.js";
+import { requireProjectedThrough } from "../store/projection-ready.js";
 
 /**
  * Taking a snapshot (docs/api.md, Snapshots): one consistent read of the holdings (the store's job),
@@ -50,11 +50,11 @@ let building = 0;
 /**
  * `actor`: who takes it (the admin, from the API or the CLI), the actor of its snapshot.created
  * event. With `asOfMs`, the balances as they stood then (the caller checked it is far enough in
- * the past: domain/snapshot.ts asOfProblem); refused (503) while the history job is still adding
- * the batches finalized before history was kept, whose receipts it would miss.
+ * the past: domain/snapshot.ts asOfProblem); refused (503) while the projection has not applied
+ * every batch finalized by then (src/store/projection-ready.ts), whose receipts it would miss.
  */
 export async function takeSnapshot(
-  store: SnapshotsStore & Pick<LeaderboardsStore, "historyBackfillRemaining">,
+  store: SnapshotsStore & Pick<LeaderboardsStore, "projectionState">,
   request: SnapshotRequest,
   nowMs: () => number,
   actor: Actor,
@@ -64,7 +64,7 @@ export async function takeSnapshot(
   if (existing) return { kind: "exists", snapshot: existing, matchesRequest: snapshotMatchesRequest(existing, request) };
   if (building >= MAX_SNAPSHOTS_BUILDING)
     throw unavailable("another snapshot is being taken; retry when it is done", SNAPSHOT_BUILDING_RETRY_AFTER_SECONDS);
-  if (request.asOfMs !== null) await requireHistory(store);
+  if (request.asOfMs !== null) await requireProjectedThrough(store, request.asOfMs);
   building += 1;
   try {
     const takenAtMs = nowMs();

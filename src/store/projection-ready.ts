@@ -1,21 +1,17 @@
 import { unavailable } from "../domain/errors.js";
-import { HISTORY_BUILDING_RETRY_AFTER_SECONDS } from "../domain/limits.js";
-import { historyBuildingMessage } from "../domain/messages.js";
+import { PROJECTION_BEHIND_RETRY_AFTER_SECONDS } from "../domain/limits.js";
+import { projectionBehindMessage } from "../domain/messages.js";
 import type { LeaderboardsStore } from "./ports/leaderboards.js";
 
 /**
- * Leaderboards, `asOf` balances and `asOf` snapshots read the history tables, which the history
- * job fills for the batches finalized before they existed (history_backfill). Until it is done
- * they would answer wrong figures, so they answer 503 instead. Once the backfill is seen empty it
- * never fills again (only the migration writes it), so that is remembered per store and costs no
- * further read.
+ * A snapshot as of a time reads received_daily page by page, which holds the batches the
+ * projection has applied (src/ledger/projection.ts). asOf is at least SNAPSHOT_AS_OF_MIN_AGE_MS
+ * old, and the projection stands within a second of the finalizations under normal load, so it
+ * has applied every batch finalized by then; under a backlog longer than that the snapshot answers
+ * 503 with Retry-After rather than a tree that misses receipts. (A single address's balance asOf
+ * adds the queued batches instead: src/store/<adapter>/history.ts.)
  */
-const built = new WeakSet<object>();
-
-/** Resolves when history is complete; throws 503 UNAVAILABLE with Retry-After while batches remain to add. */
-export async function requireHistory(store: Pick<LeaderboardsStore, "historyBackfillRemaining">): Promise<void> {
-  if (built.has(store)) return;
-  const remaining = await store.historyBackfillRemaining();
-  if (remaining > 0) throw unavailable(historyBuildingMessage(remaining), HISTORY_BUILDING_RETRY_AFTER_SECONDS);
-  built.add(store);
+export async function requireProjectedThrough(store: Pick<LeaderboardsStore, "projectionState">, asOfMs: number): Promise<void> {
+  const { throughMs, queued } = await store.projectionState();
+  if (throughMs < asOfMs) throw unavailable(projectionBehindMessage(throughMs, queued), PROJECTION_BEHIND_RETRY_AFTER_SECONDS);
 }

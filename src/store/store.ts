@@ -74,7 +74,7 @@ export type LedgerOperations = Pick<
   | "setOperator"
   | "createApiKey"
   | "revokeApiKey"
-  | "backfillHistory"
+  | "applyProjection"
   | "buildWindowBoards"
 >;
 

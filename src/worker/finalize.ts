@@ -29,6 +29,8 @@ export class Finalizer {
     },
   );
 
+  private draining = false;
+
   constructor(
     private readonly store: LedgerStore,
     private readonly clock: Clock,
@@ -39,6 +41,11 @@ export class Finalizer {
 
   start(): void {
     this.loop.start();
+  }
+
+  /** True while a run goes on finding batches due: a backlog is draining (the projection job defers to it). */
+  get isDraining(): boolean {
+    return this.draining;
   }
 
   /** Stops polling and waits for the pass in progress to finish its current batch. */
@@ -53,6 +60,7 @@ export class Finalizer {
    */
   async runUntilIdle(): Promise<number> {
     let count = 0;
+    let passes = 0;
     for (;;) {
       let failed = 0;
       const finalized = await this.store.finalizeDue(this.clock.now(), this.options.batchesPerPass, (failure) => {
@@ -63,9 +71,12 @@ export class Finalizer {
       // An adapter may finalize fewer than asked (SQLite bounds each transaction by time), so
       // only an answer with neither a finalized nor a failed batch means nothing is due.
       if ((finalized.length === 0 && failed === 0) || !this.loop.isActive) {
+        this.draining = false;
         this.metrics?.finalizeFailingBatches.set(await this.store.countFailingBatches());
         return count;
       }
+      // A second pass in a row with batches due: a backlog, not the batch or two of normal load.
+      this.draining = passes++ > 0;
       // Yield between passes so requests are served while a backlog drains.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }

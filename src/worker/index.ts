@@ -5,15 +5,15 @@ import type { Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
 import { DeliveryJob } from "../outbox/delivery-job.js";
 import { Finalizer } from "./finalize.js";
-import { HistoryBackfillJob } from "./history-backfill.js";
+import { ProjectionJob } from "./projection.js";
 import { PurgeJob } from "./purge.js";
 import { WindowBoardsJob } from "./window-boards.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
  * (`points-ledger worker`): finalize (finalize.ts), deliver (../outbox/delivery-job.ts), purge (purge.ts),
- * history (history-backfill.ts: batches finalized before the leaderboards existed), windows
- * (window-boards.ts: the boards of ended leaderboard windows that reads asked for). Each
+ * projection (projection.ts: the finalized batches into the leaderboards and balance history,
+ * after the finalization), windows (window-boards.ts: the window boards that reads asked for). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).
@@ -22,7 +22,7 @@ export interface Worker {
   finalize: Finalizer;
   deliver: DeliveryJob;
   purge: PurgeJob;
-  history: HistoryBackfillJob;
+  projection: ProjectionJob;
   windows: WindowBoardsJob;
   start(): void;
   /** Stops every job, waiting for the work in progress (the current batch, the sends in flight). */
@@ -55,14 +55,20 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     metrics,
     log.child({ job: "purge" }),
   );
-  const history = new HistoryBackfillJob(store, {}, log.child({ job: "history" }));
+  const projection = new ProjectionJob(
+    store,
+    clock,
+    { finalizerDraining: () => finalize.isDraining },
+    metrics,
+    log.child({ job: "projection" }),
+  );
   const windows = new WindowBoardsJob(store, {}, log.child({ job: "windows" }));
-  const jobs = [finalize, deliver, purge, history, windows];
+  const jobs = [finalize, deliver, purge, projection, windows];
   return {
     finalize,
     deliver,
     purge,
-    history,
+    projection,
     windows,
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { AppContext } from "../context.js";
-import { asOfMsOf, requireHistory } from "../history.js";
+import { asOfMsOf } from "../history.js";
 import { balancesAsOfJson, balancesJson } from "../present.js";
 import { BalancesAsOfQuery, ContractParams, balancesResponseSchema, responses } from "../schemas.js";
 
@@ -24,7 +24,6 @@ export function balanceRoutes(fastify: FastifyInstance, ctx: AppContext): void {
       const { asOf } = request.query;
       if (asOf !== undefined) {
         const asOfMs = asOfMsOf(asOf, ctx.clock.now());
-        await requireHistory(ctx.store);
         const balances = await ctx.store.getBalancesAsOf(contract, ctx.config.pointTypes, asOfMs);
         return { success: true as const, balancesByPointType: balancesAsOfJson(balances) };
       }

@@ -15,7 +15,6 @@ import { declareScope } from "../access.js";
 import { authenticateContract, type AuthLimits } from "../auth.js";
 import type { AppContext } from "../context.js";
 import { presentsAdminToken, publicReadLimit } from "../public-reads.js";
-import { requireHistory } from "../history.js";
 import {
   LeaderboardResponses,
   LeaderboardStandingParams,
@@ -67,7 +66,7 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
         security,
         params: ContractParams,
         querystring: leaderboardQuerySchema(ctx.config),
-        response: responses(LeaderboardResponses.page, 400, 401, 403, 503),
+        response: responses(LeaderboardResponses.page, 400, 401, 403),
       },
     },
     async (request) => {
@@ -75,7 +74,6 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
       const { pointType, limit = PAGE_LIMIT_DEFAULT } = request.query;
       const window = windowOf(request.query);
       const previous = request.query.cursor === undefined ? null : boardCursorOf(request.query.cursor, pointType, window);
-      await requireHistory(ctx.store);
       const page = await ctx.store.readBoard({
         contract,
         pointType,
@@ -93,6 +91,7 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
         from: window.fromDay,
         to: window.toDay,
         participants: page.participants,
+        through: new Date(page.throughMs).toISOString(),
         entries: entries.map((entry) => ({ rank: entry.rank, address: checksumAddress(entry.address), points: formatPoints(entry.units) })),
         cursor: next === null ? null : encodeCursor(BOARD_CURSOR, next),
       };
@@ -111,14 +110,13 @@ function standingRoute(fastify: FastifyInstance, ctx: AppContext): void {
         security,
         params: LeaderboardStandingParams,
         querystring: leaderboardStandingQuerySchema(ctx.config),
-        response: responses(LeaderboardResponses.standing, 400, 401, 403, 503),
+        response: responses(LeaderboardResponses.standing, 400, 401, 403),
       },
     },
     async (request) => {
       const contract = requireAddress(request.params.contractAddress, "contractAddress");
       const address = requireAddress(request.params.address, "address");
       const window = windowOf(request.query);
-      await requireHistory(ctx.store);
       const standing = await ctx.store.readStanding(contract, request.query.pointType, window, address, ctx.clock.now());
       return {
         success: true as const,
@@ -126,6 +124,7 @@ function standingRoute(fastify: FastifyInstance, ctx: AppContext): void {
         rank: standing.units > 0n ? standing.ahead + 1 : null,
         points: formatPoints(standing.units),
         participants: standing.participants,
+        through: new Date(standing.throughMs).toISOString(),
       };
     },
   );

@@ -11,7 +11,7 @@ import type { AppContext } from "../context.js";
 import { csvRow } from "../csv.js";
 import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { TRANSFER_CURSOR } from "../cursor.js";
-import { asOfMsOf, requireHistory } from "../history.js";
+import { asOfMsOf } from "../history.js";
 import { balancesAsOfJson, balancesJson } from "../present.js";
 import {
   AddressParams,
@@ -133,7 +133,6 @@ export function addressBalancesRoute(fastify: FastifyInstance, ctx: AppContext):
       const { asOf } = request.query;
       if (asOf !== undefined) {
         const asOfMs = asOfMsOf(asOf, ctx.clock.now());
-        await requireHistory(ctx.store);
         const balances = await ctx.store.getBalancesAsOf(address, ctx.config.pointTypes, asOfMs);
         return { success: true as const, address: checksumAddress(address), balancesByPointType: balancesAsOfJson(balances) };
       }

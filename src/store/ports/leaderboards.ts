@@ -6,13 +6,14 @@ import type { StoredBatch } from "./batches.js";
 import type { Io, Out } from "./io.js";
 
 /**
- * Leaderboards and history (API.md "Leaderboards and history", `asOf` under Snapshots).
- *
- * Kept in the transaction of the finalization that changes them (src/ledger/history.ts, called by
- * src/ledger/finalize.ts), on both databases, in rows kept small because a finalization writes
- * one of each per transfer and its commit writes every page it touched (SQLite migration 15 /
- * PostgreSQL 13):
- * - boards: an integer per (contract, point type);
+ * Leaderboards and history (API.md "Leaderboards and history", `asOf` under Snapshots): read
+ * models, applied after the finalization by the projection (domain/projection.ts, the flow
+ * src/ledger/projection.ts, the job src/worker/projection.ts), never inside it. The finalization
+ * writes one projection_queue row per batch (its finalizedAt and seq) and nothing else for them;
+ * a pass takes the queue's head, applies it, deletes it and moves projection_state.through_ms,
+ * all in one transaction, so a crash loses and doubles nothing. What a pass writes, in rows kept
+ * small (SQLite migration 15 / PostgreSQL 13):
+ * - boards: an integer per (contract, point type), with the count of batches applied to it;
  * - board_entries: per (board, address as its 20 bytes) the points the contract's finalized
  *   transfers sent it, with an index in board order (points desc, address);
  * - board_bands: per (board, rank band) how many entries it holds (domain/leaderboard.ts
@@ -21,29 +22,19 @@ import type { Io, Out } from "./io.js";
  *   place, with the day's first and last receipt times. An address's receivedCumulative as of a
  *   time is its days whose last receipt was by then, plus, for the one day that straddles the
  *   time (first ≤ asOf < last), its transfers in that day's batches of the contract up to then
- *   (read on the shorter side: the day's amount less those after then, when that reads fewer).
- * A window (whole UTC days, ended or still open) is read from its window board once one is kept
- * for it (SQLite migration 16 / PostgreSQL 14): window_boards (one per board and window, with how
- * many batches it holds), window_batches (which ones: a row per batch, not per transfer),
- * window_entries, window_ranking and window_bands (the board tables' shape, read by the same
- * code). The window job (src/worker/window-boards.ts, the flow src/ledger/history.ts
- * buildWindowBoards) builds one in bounded steps after a read asked for it, and then adds each
- * FINALIZED batch of the window that it does not hold yet (a window still open gains one with
- * every finalization inside it); WINDOW_BOARDS_PER_BOARD are kept per board (the oldest asked is
- * dropped, in steps too). A finalization writes nothing for windows but one more finalized batch
- * on its board's row (boards.finalized_batches).
- * A window board holds only FINALIZED batches of its window, each once, and a batch never leaves
- * that state: so it misses a batch exactly when it holds fewer than the window's FINALIZED
- * batches (one count over batches_finalized); and it misses none while its board has finalized
- * no batch since the job last found it complete (boards.finalized_batches against
- * window_boards.seen_finalized: no count at all, so an idle board costs its readers and the job
- * nothing). A read uses it when it misses none, or only batches finalized less than
- * WINDOW_BOARD_LAG_MS before the reader's now (API.md: a batch shows within 1 s of its
- * finalizedAt); otherwise (still building, the job behind, or a batch finalized inside an ended
- * window by a clock set back) it sums the window's batches and their transfers, so a window
- * board can be late but a read is never wrong.
- * history_backfill lists the batches that were FINALIZED before these tables existed; the
- * history job (src/worker/) adds them in bounded steps through the same flow.
+ *   (read on the shorter side: the day's amount less those after then, when that reads fewer),
+ *   plus its transfers in the queued batches finalized by then (not applied yet);
+ * - window boards (SQLite migration 16 / PostgreSQL 14): window_boards (one per board and window,
+ *   with how many batches it holds), window_batches (which ones: a row per batch), window_entries
+ *   and window_bands (the board tables' shape, read by the same code). A read of a window asks for
+ *   one; it starts at the projection's through then (built_through_ms): the window job adds the
+ *   window's batches finalized by then in bounded steps, and every pass after adds its own batches
+ *   to every kept window board of their window. Once the job is done (ready) a window board is
+ *   exact at the projection's through, like the board; until then a read sums the window's
+ *   batches finalized by through and their transfers. WINDOW_BOARDS_PER_BOARD are kept per board
+ *   (the oldest asked is dropped, in steps too).
+ * Every answer carries the projection's through (API.md): it counts every batch finalized at or
+ * before it, each whole, and none after it.
  */
 
 /** Where a page starts: after this (amount, address) in board order. */
@@ -63,6 +54,8 @@ export interface BoardQuery {
 }
 
 export interface BoardPage {
+  /** The projection's through (epoch ms): the page counts exactly the batches finalized at or before it. */
+  throughMs: number;
   /** Addresses ranked on the whole board (or window). */
   participants: number;
   /** Up to `limit` rows after `after`, in board order (ranks: domain/leaderboard.ts rankPage). */
@@ -72,6 +65,8 @@ export interface BoardPage {
 }
 
 export interface BoardStanding {
+  /** The projection's through (epoch ms), as BoardPage's. */
+  throughMs: number;
   /** The address's points on the board: 0n when it has none. */
   units: bigint;
   /** Entries with strictly more points (its rank is ahead + 1 when units > 0). */
@@ -86,20 +81,40 @@ export interface BalanceAsOf {
   balance: Balance;
 }
 
-/** What the HTTP layer, the CLI and snapshots read (each adapter's leaderboards.ts). */
+/** What the HTTP layer, the CLI and snapshots read (each adapter's leaderboards.ts), and the projection's steps. */
 export interface LeaderboardsStore {
   readBoard(query: BoardQuery): Promise<BoardPage>;
   readStanding(contract: AddressKey, pointType: PointType, window: DayWindow, address: AddressKey, nowMs?: number): Promise<BoardStanding>;
-  /** Batches finalized before history existed that the history job has yet to add; reads answer 503 while any is left. */
-  historyBackfillRemaining(): Promise<number>;
-  /** One bounded step of the history job: adds up to `limit` of those batches, each exactly once; how many it added. */
-  backfillHistory(limit: number): Promise<number>;
+  /** The projection's through (epoch ms) and how many finalized batches are queued for it. */
+  projectionState(): Promise<ProjectionState>;
+  /**
+   * One bounded step of the projection (src/ledger/projection.ts): applies up to `limit` queued
+   * batches (more when a tie of finalization times is larger), each exactly once, as of `nowMs`;
+   * how many it applied (on PostgreSQL 0 also when another instance is applying).
+   */
+  applyProjection(limit: number, nowMs: number): Promise<ProjectionStep>;
   /**
    * One bounded step of the window job: adds up to `limit` batches to a window board being built
    * (or drops up to `limit` × WINDOW_DROP_ENTRIES_PER_BATCH entries of one being dropped). 0 when
    * there was nothing to do; otherwise `limit` (the job goes on to the next step).
    */
   buildWindowBoards(limit: number): Promise<number>;
+}
+
+export interface ProjectionState {
+  throughMs: number;
+  queued: number;
+}
+
+export interface ProjectionStep {
+  /** Batches applied. */
+  applied: number;
+  /** Transfers in them. */
+  transfers: number;
+  /** The through after the step; null when the step changed nothing. */
+  throughMs: number | null;
+  /** The finalization times of the batches applied (for the lag histogram). */
+  finalizedAtMs: number[];
 }
 
 /** Balances as they stood at a time (each adapter's history.ts). */
@@ -112,22 +127,39 @@ export interface HistoryStore {
   getBalancesAsOf<T extends PointType>(address: AddressKey, pointTypes: readonly T[], asOfMs: number): Promise<Record<T, Balance>>;
 }
 
-/** The history tables for the ledger flows (src/ledger/history.ts), inside a finalization's transaction `db`. */
-export interface LeaderboardsPort<Db, out M extends Io = Io> {
+/** A queued batch as a pass applies it: the batch, and when it finalized. */
+export interface QueuedBatch {
+  batch: StoredBatch;
+  finalizedAtMs: number;
+}
+
+/** The projection's tables for the flows: the finalization's two calls, and a pass's (src/ledger/projection.ts). */
+export interface ProjectionPort<Db, out M extends Io = Io> {
+  /** Inside a finalization: the fence (PostgreSQL: read FOR SHARE, so a pass raising it waits for this transaction). */
+  readFence(db: Db): Out<M, number>;
+  /** Inside a finalization: the batch queued for the projection (one row). */
+  enqueue(db: Db, seq: string, finalizedAtMs: number): Out<M, void>;
   /**
-   * Adds the batch's transfers (summed per recipient) to its contract's board: the bands of the
-   * recipients' old amounts lose them, board_entries grows, the bands of the new amounts
-   * gain them, and the board counts one more finalized batch (boards.finalized_batches). Rows are touched in address order (PostgreSQL: no deadlock between finalizers).
-   * Returns the recipients ranked (SQLite counts an address named twice in the batch twice).
+   * A pass's first transaction: locks the projection's state (PostgreSQL: FOR UPDATE, which waits
+   * for the finalizations in flight), and reads its through and the finalization times of up to
+   * `limit` queued batches, in (finalizedAt, seq) order.
    */
-  addToBoard(db: Db, batch: StoredBatch): Out<M, number>;
-  /** Adds each recipient's points to its received_daily row of finalizedAtMs's UTC day (first and last times widened to it). */
-  addReceipts(db: Db, batch: StoredBatch, finalizedAtMs: number): Out<M, void>;
+  queueHead(db: Db, limit: number): Out<M, { throughMs: number; head: number[] }>;
+  /** Raises the fence to `fenceMs` (never lowers it). */
+  raiseFence(db: Db, fenceMs: number): Out<M, void>;
+  /** A pass's second transaction: whether this one may apply (PostgreSQL: a transaction advisory lock, tried; SQLite: the one writer). */
+  claimApplier(db: Db): Out<M, boolean>;
+  /** Takes the queued batches finalized at or before throughMs off the queue (deleted in this transaction), in (finalizedAt, seq) order. */
+  takeQueued(db: Db, throughMs: number): Out<M, QueuedBatch[]>;
   /**
-   * Takes up to `limit` batches off history_backfill (deleted in this transaction; PostgreSQL:
-   * rows another instance holds are skipped), each with the time it was finalized.
+   * Applies the batches of one UTC day (`dayMs`): each recipient's sum on its board (bands moved),
+   * in received_daily (first and last times widened), and on every kept window board of that
+   * board whose window holds the day and that started before them; the boards count the batches.
+   * Returns how many (board, address) entries it touched.
    */
-  takeBackfill(db: Db, limit: number): Out<M, { batch: StoredBatch; finalizedAtMs: number }[]>;
+  applyBatches(db: Db, batches: readonly QueuedBatch[], dayMs: number): Out<M, number>;
+  /** Moves through_ms to throughMs (never back). */
+  advanceThrough(db: Db, throughMs: number): Out<M, void>;
 }
 
 /** A window board the window job builds or drops (window_boards), locked for this step (PostgreSQL: FOR UPDATE SKIP LOCKED). */
@@ -137,28 +169,23 @@ export interface WindowBoardWork {
   pointType: PointType;
   fromMs: number;
   toMs: number;
-  state: "building" | "ready" | "dropping";
-  /** The board's count of finalized batches (boards.finalized_batches) as this step read it. */
-  boardFinalized: number;
+  state: "building" | "dropping";
+  /** Where the projection stood when the window board was asked for: the job adds the window's batches finalized by then, passes add the later ones. */
+  builtThroughMs: number;
 }
 
-/** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), inside its transaction `db`. */
+/** The window boards for the window job's flow (src/ledger/projection.ts buildWindowBoards), inside its transaction `db`. */
 export interface WindowBoardsPort<Db, out M extends Io = Io> {
-  /**
-   * A window board to drop (first), or one that misses FINALIZED batches of its window (being
-   * built, or behind), locked for this transaction; null when none is. Ready ones whose board
-   * finalized batches since they were seen, but none of their window, are recorded as seen.
-   */
+  /** A window board to drop (first), or one being built, locked for this transaction; null when none is. */
   takeWindowWork(db: Db): Out<M, WindowBoardWork | null>;
-  /** Up to `limit` FINALIZED batches of the work's window (finalized in [fromMs, toMs)) that its window board does not hold, in seq order. */
-  windowBatches(db: Db, work: WindowBoardWork, limit: number): Out<M, StoredBatch[]>;
-  /** Adds the batch to the window board: its transfers as addToBoard adds them to the board, and the batch to window_batches; the recipients ranked. */
-  addToWindow(db: Db, window: number, batch: StoredBatch): Out<M, number>;
   /**
-   * Counts `added` more batches held; `caughtUp` (none left to add) makes it ready, so reads use
-   * it, and records work.boardFinalized as seen: until the board finalizes another batch, it
-   * misses none, with nothing counted.
+   * Up to `limit` FINALIZED batches of the work's window (finalized in [fromMs, toMs)) finalized
+   * at or before builtThroughMs that its window board does not hold, in seq order.
    */
+  windowBatches(db: Db, work: WindowBoardWork, limit: number): Out<M, StoredBatch[]>;
+  /** Adds the batch to the window board: its transfers summed per recipient, and the batch to window_batches; the recipients ranked. */
+  addToWindow(db: Db, window: number, batch: StoredBatch): Out<M, number>;
+  /** Counts `added` more batches held; `caughtUp` (none left to add) makes it ready, so reads use it. */
   advanceWindow(db: Db, work: WindowBoardWork, added: number, caughtUp: boolean): Out<M, void>;
   /** Deletes up to `limit` entries of a dropped window board, and the board itself (batches, bands, row) once none is left; how many entries it deleted. */
   dropWindowEntries(db: Db, window: number, limit: number): Out<M, number>;

@@ -5,7 +5,7 @@ import type { AuthPort } from "./auth.js";
 import type { BatchesPort } from "./batches.js";
 import type { CreditsPort } from "./credits.js";
 import type { Io, Out } from "./io.js";
-import type { LeaderboardsPort, WindowBoardsPort } from "./leaderboards.js";
+import type { ProjectionPort, WindowBoardsPort } from "./leaderboards.js";
 
 /** Appends events in the transition's own transaction (the outbox: an event exists iff its change committed). */
 export interface EventsAppendPort<Db, out M extends Io = Io> {
@@ -20,7 +20,7 @@ export interface LedgerPorts<Db, out M extends Io = Io> {
   auth: AuthPort<Db, M>;
   apiKeys: ApiKeysPort<Db, M>;
   events: EventsAppendPort<Db, M>;
-  leaderboards: LeaderboardsPort<Db, M>;
+  projection: ProjectionPort<Db, M>;
   windowBoards: WindowBoardsPort<Db, M>;
 }
 

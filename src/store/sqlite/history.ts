@@ -8,7 +8,9 @@ import { ADDRESS_TEXT, addressBytes } from "./leaderboards.js";
 /**
  * Balances as they stood at a time (API.md "Leaderboards and history", `asOf`), read from the
  * rows that carry their own times: credits (created_at_ms), received_daily (per UTC day, with its
- * first and last receipt times) and the address's own batches (created, cancelled, finalized).
+ * first and last receipt times: the projection's, src/ledger/projection.ts), the batches finalized
+ * that it has not applied yet (projection_queue), and the address's own batches (created,
+ * cancelled, finalized).
  *
  * Each read is one index range of addresses: one address (`= ?`, which lets batches_listing
  * (contract, created_at_ms, seq) bound the creation time too) or a snapshot page's (after, through]
@@ -88,6 +90,16 @@ function straddlingDayUnits(db: SqliteDb, day: StraddlingDay, asOfMs: number): b
   return before ? part : fromTriple(day.amount_q, day.amount_w, day.amount_f) - part;
 }
 
+// The batches finalized by then that the projection has not applied yet (projection_queue: all
+// finalized after its through, so none of them is in received_daily): the address's transfers in
+// each, read from the batch's own rows (a scan of its transfers: the queue is short under normal
+// load, a second of batches).
+const queuedReceiptsSql = (range: Range["kind"]) =>
+  `SELECT t.to_address AS address, b.point_type, ${LIMB_SUMS("t.amount_w", "t.amount_f")}
+   FROM projection_queue q JOIN batches b ON b.seq = q.seq JOIN transfers t ON t.seq = q.seq
+   WHERE q.finalized_at_ms <= @asOf AND ${RANGE_SQL[range]("t.to_address")}
+   GROUP BY t.to_address, b.point_type`;
+
 // A batch created by then is finalized (F), cancelled (C) or still pending (P) as of then.
 // INDEXED BY: the partial indexes that also lead with contract hold only some batches.
 const sentSql = (range: Range["kind"]) =>
@@ -140,6 +152,9 @@ function balancesInRange(db: SqliteDb, pointTypes: ReadonlySet<string>, range: R
   }
   for (const day of statement(db, straddlingDaysSql(range.kind)).all(params) as StraddlingDay[]) {
     add(day.address, day.point_type, "receivedCumulative", straddlingDayUnits(db, day, asOfMs));
+  }
+  for (const row of statement(db, queuedReceiptsSql(range.kind)).all(params) as LimbSums[]) {
+    add(row.address, row.point_type, "receivedCumulative", unitsOf(row));
   }
   for (const row of statement(db, sentSql(range.kind)).all(params) as (LimbSums & { state: "F" | "C" | "P" })[]) {
     if (row.state === "F") add(row.address, row.point_type, "finalizedSentCumulative", unitsOf(row));

@@ -69,7 +69,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     readBoard: async (query) => leaderboardReads.readBoard(db, query),
     readStanding: async (contract, pointType, window, address, nowMs) =>
       leaderboardReads.readStanding(db, contract, pointType, window, address, nowMs),
-    historyBackfillRemaining: async () => leaderboardReads.historyBackfillRemaining(db),
+    projectionState: async () => leaderboardReads.projectionState(db),
   };
   const guarded = guardOperations(
     store,

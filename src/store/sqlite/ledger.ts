@@ -8,7 +8,7 @@ import { batches } from "./batches.js";
 import { credits } from "./credits.js";
 import { toStoreError, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
-import { leaderboards, windowBoards } from "./leaderboards.js";
+import { projection, windowBoards } from "./leaderboards.js";
 
 /**
  * Longest one finalization pass may hold the writer (and, better-sqlite3 being synchronous,
@@ -56,7 +56,7 @@ function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactO
 export function sqliteLedger(current: () => SqliteDb): LedgerDatabaseOf<SqliteDb, "sync"> {
   return {
     mode: "sync",
-    ports: { accounts, batches, credits, auth, apiKeys, events, leaderboards, windowBoards },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards },
     transact: (work, options) => transact(current(), work, options),
     read: (work) => work(current()),
     finalizePass: (work) => {

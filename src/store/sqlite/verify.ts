@@ -81,7 +81,7 @@ export function verifyLedger(db: SqliteDb): Violation[] {
   }
   verifyBatchTotals(db, violations);
   verifySupply(db, earned, violations);
-  verifyHistory(db, received, violations);
+  verifyHistory(db, violations);
   verifyWindowBoards(db, violations);
   return violations;
 }
@@ -103,20 +103,41 @@ function compareSums(violations: Violation[], label: string, stored: Sums, expec
   }
 }
 
+/** The batches the projection has applied (src/ledger/projection.ts): FINALIZED and off its queue. */
+const APPLIED = (batch: string) =>
+  `${batch}.status = 'FINALIZED' AND NOT EXISTS (SELECT 1 FROM projection_queue q WHERE q.seq = ${batch}.seq)`;
+
 /**
- * Invariant 5 (once history_backfill is empty, i.e. every finalized batch is in history): each
- * board entry is what its contract's finalized transfers sent the address, each band counts its
- * entries, each address's received_daily adds up to its receivedCumulative (`received`: the
- * finalized transfers per "address pointType", summed by verifyLedger), and each received_daily
- * row is what its contract's batches finalized that UTC day sent the address, between the first
- * and the last of their times.
+ * Invariant 5, the projection: it stands at through (every applied batch finalized at or before
+ * it, every queued one after it, and the queue holds only FINALIZED batches), each board entry is
+ * what its contract's applied transfers sent the address, each band counts its entries, each
+ * address's received_daily adds up to its applied receipts, and each received_daily row is what
+ * its contract's applied batches of that UTC day sent the address, between the first and the last
+ * of their times.
  */
-function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): void {
-  if ((statement(db, "SELECT count(*) FROM history_backfill").pluck().get() as bigint | number) > 0) return;
+function verifyHistory(db: SqliteDb, violations: Violation[]): void {
+  const throughMs = statement(db, "SELECT through_ms FROM projection_state WHERE id = 1").pluck().get() as bigint;
+  for (const [batchId, status, finalizedAtMs] of statement(
+    db,
+    `SELECT b.batch_id, b.status, b.finalized_at_ms FROM projection_queue q JOIN batches b ON b.seq = q.seq
+     WHERE b.status <> 'FINALIZED' OR b.finalized_at_ms <> q.finalized_at_ms OR q.finalized_at_ms <= @through
+     UNION ALL SELECT b.batch_id, b.status, b.finalized_at_ms FROM batches b WHERE ${APPLIED("b")} AND b.finalized_at_ms > @through`,
+  )
+    .raw(true)
+    .iterate({ through: throughMs }) as Iterable<[string, string, bigint | null]>) {
+    violations.push({
+      invariant: 5,
+      message: `batch ${batchId} (${status}, finalized at ${finalizedAtMs}) is on the wrong side of the projection's through (${throughMs})`,
+    });
+  }
   const sent = sumBy(
     db,
     `SELECT b.contract || ' ' || b.point_type || ' ' || t.to_address, t.amount_w, t.amount_f
-     FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'`,
+     FROM transfers t JOIN batches b ON b.seq = t.seq WHERE ${APPLIED("b")}`,
+  );
+  const received = sumBy(
+    db,
+    `SELECT t.to_address || ' ' || b.point_type, t.amount_w, t.amount_f FROM transfers t JOIN batches b ON b.seq = t.seq WHERE ${APPLIED("b")}`,
   );
   const entries = sumTriplesBy(
     db,
@@ -142,7 +163,7 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
   const days = sumTriplesBy(db, daily(" || ' ' || r.day_ms || ' ' || bo.contract, r.amount_q, r.amount_w, r.amount_f"));
   const daySent = sumBy(
     db,
-    `SELECT ${dayKey("t.to_address", "b")}, t.amount_w, t.amount_f FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'`,
+    `SELECT ${dayKey("t.to_address", "b")}, t.amount_w, t.amount_f FROM transfers t JOIN batches b ON b.seq = t.seq WHERE ${APPLIED("b")}`,
   );
   compareSums(violations, "received on a day (units)", days, daySent);
   const times = (sql: string) =>
@@ -151,7 +172,7 @@ function verifyHistory(db: SqliteDb, received: Sums, violations: Violation[]): v
   const expected = times(
     `SELECT ${dayKey("t.to_address", "b")}, min(b.finalized_at_ms), max(b.finalized_at_ms)
      FROM transfers t JOIN batches b ON b.seq = t.seq
-     WHERE b.status = 'FINALIZED' AND (t.amount_w > 0 OR t.amount_f > 0) GROUP BY 1`,
+     WHERE ${APPLIED("b")} AND (t.amount_w > 0 OR t.amount_f > 0) GROUP BY 1`,
   );
   for (const key of new Set([...stored.keys(), ...expected.keys()])) {
     if (stored.get(key) !== expected.get(key)) {
@@ -186,12 +207,12 @@ function verifyWindowBoards(db: SqliteDb, violations: Violation[]): void {
   for (const [key, seq] of statement(
     db,
     `SELECT ${name}, x.seq FROM ${kept} JOIN window_batches x ON x.window_id = w.window_id LEFT JOIN batches b ON b.seq = x.seq
-     WHERE w.state <> 'dropping' AND (b.seq IS NULL OR b.status <> 'FINALIZED' OR b.contract <> bo.contract
+     WHERE w.state <> 'dropping' AND (b.seq IS NULL OR NOT (${APPLIED("b")}) OR b.contract <> bo.contract
        OR b.point_type <> bo.point_type OR b.finalized_at_ms < w.from_ms OR b.finalized_at_ms >= w.to_ms)`,
   )
     .raw(true)
     .iterate() as Iterable<[string, bigint]>) {
-    violations.push({ invariant: 5, message: `${key}: holds batch ${seq}, which is not a FINALIZED batch of the window` });
+    violations.push({ invariant: 5, message: `${key}: holds batch ${seq}, which is not an applied FINALIZED batch of the window` });
   }
   for (const [key, stored, held] of statement(
     db,
@@ -201,6 +222,20 @@ function verifyWindowBoards(db: SqliteDb, violations: Violation[]): void {
     .raw(true)
     .iterate() as Iterable<[string, bigint, bigint]>) {
     violations.push({ invariant: 5, message: `${key}: counts ${stored} batches but holds ${held}` });
+  }
+  // A ready window board is read as exact at through: it holds every applied batch of its window.
+  for (const [key, held, applied] of statement(
+    db,
+    `SELECT ${name}, w.batches, (SELECT count(*) FROM batches b WHERE b.contract = bo.contract AND b.point_type = bo.point_type
+       AND b.finalized_at_ms >= w.from_ms AND b.finalized_at_ms < w.to_ms AND ${APPLIED("b")}) AS applied
+     FROM ${kept} WHERE w.state = 'ready' AND w.batches <> applied`,
+  )
+    .raw(true)
+    .iterate() as Iterable<[string, bigint, bigint]>) {
+    violations.push({
+      invariant: 5,
+      message: `${key}: is ready with ${held} batches, but the projection applied ${applied} of its window`,
+    });
   }
   const sent = sumBy(
     db,

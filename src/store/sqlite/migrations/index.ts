@@ -563,4 +563,41 @@ export const MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    // The read models become a projection applied after the finalization (src/ledger/projection.ts,
+    // src/store/ports/leaderboards.ts): the finalization writes one projection_queue row per batch
+    // instead of its transfers into the boards and received_daily. projection_state holds how far
+    // the projection has applied (through_ms) and the fence finalizations stamp after (fence_ms).
+    // The boards, receipts and window boards are rebuilt from the ledger by the projection: every
+    // FINALIZED batch is queued once here (a database finalized before is applied again in order,
+    // each answer saying how far it has got), which also replaces history_backfill. A window board
+    // remembers where the projection stood when it was asked for (built_through_ms): the window job
+    // adds the window's batches up to there, the passes the later ones.
+    version: 17,
+    name: "read_models_as_a_projection",
+    sql: `
+      CREATE TABLE projection_queue (
+        finalized_at_ms INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (finalized_at_ms, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE projection_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        through_ms INTEGER NOT NULL,
+        fence_ms INTEGER NOT NULL
+      );
+      INSERT INTO projection_state (id, through_ms, fence_ms) VALUES (1, 0, 0);
+      DELETE FROM board_entries;
+      DELETE FROM board_bands;
+      DELETE FROM received_daily;
+      DELETE FROM window_entries;
+      DELETE FROM window_bands;
+      DELETE FROM window_batches;
+      DELETE FROM window_boards;
+      UPDATE boards SET finalized_batches = 0;
+      ALTER TABLE window_boards ADD COLUMN built_through_ms INTEGER NOT NULL DEFAULT 0;
+      INSERT INTO projection_queue (finalized_at_ms, seq) SELECT finalized_at_ms, seq FROM batches WHERE status = 'FINALIZED';
+      DROP TABLE history_backfill;
+    `,
+  },
 ];

@@ -1,0 +1,103 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { Clock } from "../clock.js";
+import { JobLoop } from "../job-loop.js";
+import {
+  HISTORY_BACKFILL_MAX_STEPS,
+  HISTORY_BACKFILL_STEP_TARGET_MS,
+  PROJECTION_INTERVAL_MS,
+  PROJECTION_MAX_DEFER_MS,
+  PROJECTION_MAX_STEP,
+} from "../domain/limits.js";
+import type { Metrics } from "../metrics.js";
+import type { LeaderboardsStore } from "../store/store.js";
+
+export interface ProjectionJobOptions {
+  intervalMs?: number;
+  maxStepSize?: number;
+  /** True while the finalizer drains a backlog: the projection then defers to it (at most PROJECTION_MAX_DEFER_MS between steps). */
+  finalizerDraining?: () => boolean;
+}
+
+/**
+ * The projection job (src/ledger/projection.ts): applies the finalized batches to the read models
+ * in bounded steps, run in every process (on PostgreSQL one instance applies at a time; the
+ * others' steps find the lock taken and apply nothing). Steps are sized like the other bounded
+ * jobs' (HISTORY_BACKFILL_STEP_TARGET_MS: halved after a slow one, doubled after a quick one), from
+ * PROJECTION_MAX_STEP down: a larger pass writes each distinct recipient once for more transfers.
+ * While the finalizer drains a backlog the job steps aside (the finalization is the service's
+ * job; `through` falls behind and every answer says so), taking one step every
+ * PROJECTION_MAX_DEFER_MS so it never stops, and catches up once the finalizer is idle.
+ */
+export class ProjectionJob {
+  private stepSize: number;
+  private deferringSinceMs: number | null = null;
+  private readonly loop = new JobLoop(
+    async () => ((await this.runOnce()) ? 0 : this.intervalMs),
+    (error) => {
+      this.log.error({ err: error }, "projection step failed; retrying at the next run");
+      return this.intervalMs;
+    },
+  );
+
+  constructor(
+    private readonly store: LeaderboardsStore,
+    private readonly clock: Clock,
+    private readonly options: ProjectionJobOptions,
+    private readonly metrics: Metrics | null,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    this.stepSize = this.maxStepSize;
+  }
+
+  private get intervalMs(): number {
+    return this.options.intervalMs ?? PROJECTION_INTERVAL_MS;
+  }
+
+  private get maxStepSize(): number {
+    return this.options.maxStepSize ?? PROJECTION_MAX_STEP;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  /** Up to HISTORY_BACKFILL_MAX_STEPS steps; true when it stopped at that bound with batches left. */
+  async runOnce(): Promise<boolean> {
+    for (let steps = 0; steps < HISTORY_BACKFILL_MAX_STEPS; steps++) {
+      if (this.deferToFinalizer()) return false;
+      const startedMs = performance.now();
+      const step = await this.store.applyProjection(this.stepSize, this.clock.now());
+      this.record(step.finalizedAtMs, step.transfers);
+      if (step.applied < this.stepSize) return false;
+      const tookMs = performance.now() - startedMs;
+      if (tookMs > HISTORY_BACKFILL_STEP_TARGET_MS) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
+      else if (tookMs < HISTORY_BACKFILL_STEP_TARGET_MS / 2) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return true;
+  }
+
+  /** Whether to skip this step for the finalizer's backlog: yes, unless it has waited PROJECTION_MAX_DEFER_MS already. */
+  private deferToFinalizer(): boolean {
+    if (!this.options.finalizerDraining?.()) {
+      this.deferringSinceMs = null;
+      return false;
+    }
+    const nowMs = Date.now();
+    this.deferringSinceMs ??= nowMs;
+    if (nowMs - this.deferringSinceMs < PROJECTION_MAX_DEFER_MS) return true;
+    this.deferringSinceMs = nowMs;
+    return false;
+  }
+
+  private record(finalizedAtMs: readonly number[], transfers: number): void {
+    if (this.metrics === null || finalizedAtMs.length === 0) return;
+    const nowMs = this.clock.now();
+    for (const atMs of finalizedAtMs) this.metrics.projectionLagSeconds.observe(Math.max(0, nowMs - atMs) / 1000);
+    this.metrics.projectionTransfers.inc(transfers);
+  }
+}
