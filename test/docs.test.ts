@@ -156,6 +156,7 @@ const PAGES = [
   "docs/limits.md",
   "docs/security.md",
   "docs/scaling.md",
+  "docs/operations.md",
   "docs/performance.md",
 ];
 /** A page may take this long; the README waits for a batch to finalize. */

@@ -5,8 +5,7 @@
  * exit, leaving the database as it was. On the built CLI, over SQLite and PostgreSQL (the latter
  * skipped without DATABASE_URL_TEST).
  */
-import { rmSync } from "node:fs";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
