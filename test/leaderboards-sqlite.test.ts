@@ -192,9 +192,10 @@ describe("Window boards on SQLite", () => {
     });
     expect(submitted.kind).toBe("accepted");
     expect(await store.finalizeDue(t0 + 5000, 10)).toHaveLength(1);
+    expect((await store.applyProjection(10, t0 + 5000)).applied).toBe(1);
     const window: DayWindow = { fromDay: "2026-03-01", toDay: "2026-03-02", fromMs: t0, toMs: t0 + DAY_MS };
     const query = { contract, pointType: "PHASE2_POINTS", window, limit: 10, after: null, nowMs: t0 + 2 * DAY_MS };
-    const expected = { participants: 1, rows: [{ address: recipient, units: 3n * UNITS_PER_POINT }], more: false };
+    const expected = { throughMs: t0 + 5000, participants: 1, rows: [{ address: recipient, units: 3n * UNITS_PER_POINT }], more: false };
     const other = new Database(path);
     try {
       // Another process's write lock outlasts the busy timeout: the read answers, and asks for nothing.

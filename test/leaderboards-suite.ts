@@ -4,9 +4,9 @@ import { describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
 import type { BatchStatus, PointType, Transfer } from "../src/domain/batch.js";
 import { ALL_TIME, DAY_MS, rankBandOf, rankPage, type BoardPosition, type DayWindow } from "../src/domain/leaderboard.js";
-import { WINDOW_BOARD_LAG_MS } from "../src/domain/limits.js";
 import { UNITS_PER_POINT } from "../src/domain/points.js";
-import { HistoryBackfillJob } from "../src/worker/history-backfill.js";
+import { ProjectionJob } from "../src/worker/projection.js";
+import { ManualClock } from "../src/clock.js";
 import { WindowBoardsJob } from "../src/worker/window-boards.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { LeaderboardModel, type ModelStanding } from "./helpers/leaderboard-model.js";
@@ -17,8 +17,9 @@ import { mulberry32 } from "./helpers/fault-proxy.js";
  * test/leaderboards-postgres.test.ts): random credits, submissions, cancellations and
  * finalizations on a manual clock spanning several UTC days, every board (all time and windows)
  * read page by page and every standing compared with an independent model
- * (test/helpers/leaderboard-model.ts) after each step; paging while batches finalize; and the
- * history backfill of batches finalized before the leaderboards existed.
+ * (test/helpers/leaderboard-model.ts) after each step, as of the `through` each answer states (the
+ * projection paused, lagging or caught up at random); paging while batches finalize; and the
+ * projection's rebuild of batches finalized before the leaderboards existed.
  */
 
 /** A batch as a database from before the leaderboards holds it (written straight into its tables). */
@@ -115,17 +116,21 @@ async function readWholeBoard(
   window: DayWindow,
   limit: number,
   nowMs?: number,
-): Promise<{ participants: number[]; entries: ModelStanding[] }> {
+): Promise<{ participants: number[]; entries: ModelStanding[]; throughMs: number }> {
   const participants: number[] = [];
   const entries: ModelStanding[] = [];
+  const throughs = new Set<number>();
   let previous: BoardPosition | null = null;
   for (let pages = 0; pages < MAX_PAGES; pages++) {
     const page = await store.readBoard({ contract, pointType, window, limit, after: previous, nowMs });
     expect(page.rows.length).toBeLessThanOrEqual(limit);
     participants.push(page.participants);
+    throughs.add(page.throughMs);
     const ranked = rankPage(page.rows, previous);
     entries.push(...ranked.entries.map(({ address, units, rank }) => ({ address, points: units, rank })));
-    if (!page.more) return { participants, entries };
+    // No pass ran between the pages: they all stand at one through.
+    expect(throughs.size).toBe(1);
+    if (!page.more) return { participants, entries, throughMs: page.throughMs };
     expect(page.rows.length).toBe(limit);
     previous = ranked.last;
   }
@@ -141,7 +146,7 @@ async function expectStanding(
 ): Promise<void> {
   const { contract, pointType, window } = board;
   const standing = await store.readStanding(contract, pointType, window, address, nowMs);
-  const expected = model.standing(contract, pointType, window, address);
+  const expected = model.standing(contract, pointType, window, address, standing.throughMs);
   const rank = standing.units > 0n ? standing.ahead + 1 : null;
   expect({ address, window: [window.fromDay, window.toDay], rank, points: standing.units }).toEqual({
     address,
@@ -149,7 +154,7 @@ async function expectStanding(
     rank: expected.rank,
     points: expected.points,
   });
-  expect(standing.participants).toBe(model.board(contract, pointType, window).length);
+  expect(standing.participants).toBe(model.board(contract, pointType, window, standing.throughMs).length);
 }
 
 async function expectBoard(
@@ -160,13 +165,27 @@ async function expectBoard(
   nowMs?: number,
 ): Promise<void> {
   const { contract, pointType, window } = board;
-  const expected = model.board(contract, pointType, window);
   const read = await readWholeBoard(store, contract, pointType, window, limit, nowMs);
+  const expected = model.board(contract, pointType, window, read.throughMs);
   expect({ window: [window.fromDay, window.toDay], entries: read.entries }).toEqual({
     window: [window.fromDay, window.toDay],
     entries: expected,
   });
   expect(new Set(read.participants)).toEqual(new Set([expected.length]));
+}
+
+/**
+ * The projection's passes of at most `limit` batches each as of nowMs, until it has applied every
+ * queued batch; then it stands at nowMs or later, past every finalization. How many it applied.
+ */
+export async function drainProjection(store: LedgerStore, nowMs: number, limit = 7): Promise<number> {
+  let applied = 0;
+  for (let steps = 0; steps < MAX_PAGES; steps++) {
+    const step = await store.applyProjection(limit, nowMs);
+    applied += step.applied;
+    if (step.applied === 0 && (await store.projectionState()).queued === 0) return applied;
+  }
+  throw new Error(`the projection did not catch up within ${MAX_PAGES} steps`);
 }
 
 /** The window job's steps until it has nothing left to build or drop; how many steps did work. */
@@ -261,6 +280,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       const neverPaid = randomAddress();
       await run.fund(contracts);
       let nowMs = T0 + HOUR_MS;
+      let lastThroughMs = 0;
       for (let step = 0; step < 45; step++) {
         const action = random(10);
         const contract = contracts[random(contracts.length)]!;
@@ -280,29 +300,35 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
           await store.credit(credit);
         }
         nowMs += random(6 * HOUR_MS);
-        // Windows are read from their window boards once the window job built them, as of a time when every batch
-        // finalized so far is WINDOW_BOARD_LAG_MS old: a window board that misses one is not read then.
+        // The projection paused, a step of a few batches, or caught up; the window job now and then.
+        const projection = random(3);
+        if (projection === 1) await store.applyProjection(1 + random(3), nowMs);
+        if (projection === 2) await drainProjection(store, nowMs, 1 + random(5));
         if (random(2) === 0) await buildWindowBoards(store, 1 + random(3));
-        const readAtMs = nowMs + WINDOW_BOARD_LAG_MS;
+        const { throughMs } = await store.projectionState();
+        expect(throughMs, `seed ${seed}: through never goes back`).toBeGreaterThanOrEqual(lastThroughMs);
+        lastThroughMs = throughMs;
         for (const board of contracts.flatMap((c) =>
           POINT_TYPES.flatMap((p) => WINDOWS.map((w) => ({ contract: c, pointType: p, window: w }))),
         )) {
-          await expectBoard(store, run.model, board, 1 + random(4), readAtMs);
+          await expectBoard(store, run.model, board, 1 + random(4), nowMs);
           for (const address of [recipients[random(recipients.length)]!, neverPaid]) {
-            await expectStanding(store, run.model, board, address, readAtMs);
+            await expectStanding(store, run.model, board, address, nowMs);
           }
         }
       }
-      // Everything left finalizes: the last boards, every address's standing in every window.
+      // Everything left finalizes and is applied: the last boards, every address's standing in every window.
       nowMs += 2 * DAY_MS;
       while ((await run.finalize(nowMs, 100)) > 0);
       expect(run.pending.size, `seed ${seed}`).toBe(0);
       expect(nowMs - T0).toBeGreaterThan(3 * DAY_MS);
+      await drainProjection(store, nowMs);
+      expect((await store.projectionState()).throughMs).toBeGreaterThanOrEqual(run.model.lastFinalizedAtMs);
       const everyBoard = contracts.flatMap((c) =>
         POINT_TYPES.flatMap((p) => WINDOWS.map((w) => ({ contract: c, pointType: p, window: w }))),
       );
       // A board whose first batch finalized in this drain has no window boards yet: a read asks for them, the job builds them.
-      for (const board of everyBoard) await expectBoard(store, run.model, board, 100, nowMs + WINDOW_BOARD_LAG_MS);
+      for (const board of everyBoard) await expectBoard(store, run.model, board, 100, nowMs);
       await buildWindowBoards(store, 2);
       for (const board of everyBoard) {
         for (const readAtMs of [undefined, nowMs]) {
@@ -319,9 +345,10 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
         `seed ${seed}`,
       ).toEqual([]);
       expect(everyBoard.filter((b) => run.model.board(b.contract, b.pointType, b.window).length > 0).length).toBeGreaterThan(0);
+      expect(await store.verify()).toEqual([]);
     });
 
-    it("reads a window from its window board once built and kept current, from the batches while it misses a batch finalized 1 s before or earlier", async () => {
+    it("reads a window from its window board once built, kept current by the projection's passes, and from its batches by through until then", async () => {
       const store = (await fixture.freshStore())!;
       const run = new Run(store, generator(seed));
       const contract = randomAddress();
@@ -334,6 +361,10 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
         expect(await run.finalize(T0 + hour * HOUR_MS + 1000, 10)).toBe(1);
       }
       const afterMs = T0 + 3 * DAY_MS;
+      // Paused, the projection counts nothing yet: every answer says so with its through.
+      expect((await readWholeBoard(store, contract, "PHASE2_POINTS", window, 4)).entries).toEqual([]);
+      await drainProjection(store, afterMs);
+      expect((await store.projectionState()).throughMs).toBe(afterMs);
       // Asked once: read from the batches, and one window board listed to build (none for a reader without a time).
       await expectBoard(store, run.model, board, 4);
       expect((await fixture.windowBoards(store)).boards).toEqual([]);
@@ -361,38 +392,30 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       expect(violations.filter((v) => v.invariant === 5 && v.message.includes("window board entry")).length).toBe(built.length);
       await fixture.shiftWindowEntries(store, -1);
       expect(await store.verify()).toEqual([]);
-      // A batch finalized inside the ended window (the clock set back): the window board misses it, so reads use the
-      // batches until the window job adds it to the same window board.
+      // The clock set back into the ended window: the batch is stamped after the projection's fence, so the
+      // window (and every answer already given) stays exact; it lands after afterMs, in the open window.
       await run.submit(contract, "PHASE2_POINTS", run.randomTransfers(recipients, false), T0 + DAY_MS, 1);
       expect(await run.finalize(T0 + DAY_MS + 1000, 10)).toBe(1);
+      expect(run.model.lastFinalizedAtMs).toBe(afterMs + 1);
       await expectBoard(store, run.model, board, 5, afterMs);
-      for (const address of recipients) await expectStanding(store, run.model, board, address, afterMs);
-      expect((await fixture.windowBoards(store)).boards.map((b) => [b.state, b.batches])).toEqual([["ready", 7]]);
-      await buildWindowBoards(store, 3);
-      expect(await fixture.windowBoards(store)).toEqual({
-        boards: [{ fromMs: window.fromMs, toMs: window.toMs, state: "ready", batches: 8 }],
-        strayEntries: 0,
-      });
-      await expectBoard(store, run.model, board, 5, afterMs);
-      for (const address of recipients) await expectStanding(store, run.model, board, address, afterMs);
-      // A window still open gains each batch through the window job; until then a read may miss a batch that
-      // finalized less than WINDOW_BOARD_LAG_MS (1 s) before it, and no older one.
+      // A window still open: built from its batches by the through it was asked at, then each pass adds its own.
       const open = { ...board, window: days(2, null) };
       await expectBoard(store, run.model, open, 3, afterMs);
       await buildWindowBoards(store, 3);
-      const before = run.model.board(contract, "PHASE2_POINTS", open.window);
+      await drainProjection(store, afterMs + 2);
+      await expectBoard(store, run.model, open, 3, afterMs + 2);
       const finalizedAtMs = afterMs + HOUR_MS;
       await run.submit(contract, "PHASE2_POINTS", run.randomTransfers(recipients, false), finalizedAtMs - 1000, 1);
       expect(await run.finalize(finalizedAtMs, 10)).toBe(1);
       const lagging = await readWholeBoard(store, contract, "PHASE2_POINTS", open.window, 3, finalizedAtMs + 999);
-      expect(lagging.entries).toEqual(before);
-      await expectBoard(store, run.model, open, 3, finalizedAtMs + 1000);
-      for (const address of recipients) await expectStanding(store, run.model, open, address, finalizedAtMs + 1000);
-      await buildWindowBoards(store, 3);
+      expect(lagging.throughMs).toBeLessThan(finalizedAtMs);
+      expect(lagging.entries).toEqual(run.model.board(contract, "PHASE2_POINTS", open.window, finalizedAtMs - 1));
+      await drainProjection(store, finalizedAtMs);
       await expectBoard(store, run.model, open, 3, finalizedAtMs);
+      for (const address of recipients) await expectStanding(store, run.model, open, address, finalizedAtMs);
       expect((await fixture.windowBoards(store)).boards.map((b) => [b.state, b.batches])).toEqual([
-        ["ready", 8],
-        ["ready", 3],
+        ["ready", 7],
+        ["ready", 4],
       ]);
       // A board keeps the last WINDOW_BOARDS_PER_BOARD (8) window boards listed; older ones are dropped, entries and all:
       // (0, 2) and (2, null) were listed first, (0, 1) and (0, 3) … (0, 9) after them.
@@ -403,6 +426,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       expect(kept.strayEntries).toBe(0);
       expect(kept.boards.map((b) => [b.state, (b.toMs - T0) / DAY_MS])).toEqual([1, 3, 4, 5, 6, 7, 8, 9].map((to) => ["ready", to]));
       for (let to = 1; to <= 9; to++) await expectBoard(store, run.model, { ...board, window: days(0, to) }, 4, laterMs);
+      expect(await store.verify()).toEqual([]);
     });
 
     it("shares a rank between equal points (1, 2, 2, 4), orders a tie by address and pages through it", async () => {
@@ -426,6 +450,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
         1,
       );
       await run.finalize(T0 + 1000, 10);
+      await drainProjection(store, T0 + 1000);
       for (const limit of [1, 2, 3, 10]) {
         const read = await readWholeBoard(store, contract, "PHASE2_POINTS", ALL_TIME, limit);
         expect(read.entries.map((entry) => [entry.rank, entry.address])).toEqual([
@@ -450,8 +475,9 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
         }
       }
       const other = await store.readStanding(contract, "PHASE2_GOLD", ALL_TIME, a!);
-      expect(other).toEqual({ units: 0n, ahead: 0, participants: 0 });
+      expect(other).toEqual({ throughMs: T0 + 1000, units: 0n, ahead: 0, participants: 0 });
       expect(await store.readBoard({ contract, pointType: "PHASE2_GOLD", window: ALL_TIME, limit: 5, after: null })).toEqual({
+        throughMs: T0 + 1000,
         participants: 0,
         rows: [],
         more: false,
@@ -471,6 +497,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       }
       nowMs += 2000;
       while ((await run.finalize(nowMs, 100)) > 0);
+      await drainProjection(store, nowMs);
       for (const window of [ALL_TIME, days(0, null)]) {
         const changed = new Set<AddressKey>();
         const seen = new Set<AddressKey>();
@@ -489,6 +516,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
           await run.submit(contract, "PHASE2_POINTS", transfers, nowMs, 1);
           nowMs += 2000;
           expect(await run.finalize(nowMs, 10)).toBe(1);
+          await drainProjection(store, nowMs);
         }
         for (const address of recipients) {
           if (!changed.has(address)) expect(seen.has(address), `${address} was never changed, so it must be read`).toBe(true);
@@ -497,7 +525,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       }
     });
 
-    it("backfills batches finalized before the leaderboards existed, each once, beside live finalizations", async () => {
+    it("rebuilds from batches finalized before the leaderboards existed, each once, in order, beside live finalizations and two stores applying at once", async () => {
       const random = generator(seed);
       const contracts = [randomAddress(), randomAddress()];
       const recipients = Array.from({ length: 8 }, randomAddress);
@@ -512,7 +540,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
         if (transfers.length === 0) transfers.push({ toAddress: recipients[0]!, amount: UNITS_PER_POINT });
         const contract = contracts[i % 2]!;
         const pointType = POINT_TYPES[i % 3 === 0 ? 1 : 0]!;
-        // Two batches of one contract finalized in the same millisecond (received_daily adds them up).
+        // Two batches of one contract finalized in the same millisecond (a pass never ends inside the tie).
         const finalizedAtMs = status === "FINALIZED" ? (i === 4 ? T0 + 2 * 5 * HOUR_MS + HOUR_MS : createdAtMs + HOUR_MS) : null;
         // A batch left PENDING is not due before the test ends (it is no one's to finalize here).
         const finalizeAtMs = status === "PENDING" ? T0 + 365 * DAY_MS : createdAtMs + HOUR_MS;
@@ -523,34 +551,29 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       const [store, other] = stores;
       await store.migrate();
       const finalizedOld = old.filter((batch) => batch.status === "FINALIZED");
-      expect(await store.historyBackfillRemaining()).toBe(finalizedOld.length);
+      expect(await store.projectionState()).toEqual({ throughMs: 0, queued: finalizedOld.length });
 
       const run = new Run(store, random);
       for (const batch of finalizedOld) run.model.finalized(batch.contract, batch.pointType, batch.transfers, batch.finalizedAtMs!);
       await run.fund(contracts);
-      // A first step, then a batch finalized live on the same boards, then steps from two stores at once.
-      expect(await store.backfillHistory(5)).toBe(5);
-      expect(await store.historyBackfillRemaining()).toBe(finalizedOld.length - 5);
-      const liveAtMs = T0 + 3 * DAY_MS;
+      // A first step of at most 5 (fewer when it would end inside a tie of finalization times: verify checks that
+      // every batch still queued finalized after its through), then a batch finalized live, then steps from two stores at once.
+      const liveAtMs = T0 + 6 * DAY_MS;
+      const first = await store.applyProjection(5, liveAtMs);
+      expect(first.applied).toBeGreaterThan(0);
+      expect(first.applied).toBeLessThanOrEqual(5);
+      expect(first.throughMs).toBeGreaterThanOrEqual(Math.max(...first.finalizedAtMs));
+      // The old batches were written without their accounts: only the projection's invariant is asked.
+      expect((await store.verify()).filter((v) => v.invariant === 5)).toEqual([]);
+      for (const contract of contracts) await expectBoard(store, run.model, { contract, pointType: "PHASE2_POINTS", window: ALL_TIME }, 3);
       await run.submit(contracts[0]!, "PHASE2_POINTS", run.randomTransfers(recipients, false), liveAtMs, 1);
       expect(await run.finalize(liveAtMs + 1000, 10)).toBe(1);
-      // The history job's run on one store, bare steps on the other, at once: each batch is added by one of them.
-      const job = new HistoryBackfillJob(store, { maxStepSize: 4 }, pino({ enabled: false }));
-      const steps = async (): Promise<number> => {
-        let added = 0;
-        for (let step = 0; step < 100; step++) {
-          const count = await other.backfillHistory(3);
-          if (count === 0) return added;
-          added += count;
-        }
-        throw new Error("the backfill did not end within 100 steps");
-      };
-      const [jobRun, stepped] = await Promise.all([job.runOnce(), steps()]);
-      expect(jobRun.more).toBe(false);
-      const added = 5 + jobRun.added + stepped;
-      expect(added).toBe(finalizedOld.length);
-      expect(await store.historyBackfillRemaining()).toBe(0);
-      expect(await store.backfillHistory(5)).toBe(0);
+      // The projection job's run on one store, bare steps on the other, at once: each batch is applied by one of them.
+      const job = new ProjectionJob(store, new ManualClock(liveAtMs + 1000), { maxStepSize: 4 }, null, pino({ enabled: false }));
+      const [jobRun] = await Promise.all([job.runOnce(), drainProjection(other, liveAtMs + 1000, 3)]);
+      expect(jobRun).toBe(false);
+      expect(await store.projectionState()).toEqual({ throughMs: liveAtMs + 1000, queued: 0 });
+      expect((await store.applyProjection(5, liveAtMs + 1000)).applied).toBe(0);
       for (const contract of contracts) {
         for (const pointType of POINT_TYPES) {
           for (const window of WINDOWS) {
@@ -559,6 +582,8 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
           }
         }
       }
+      // The old batches were written without their accounts: only the projection's invariant is asked.
+      expect((await store.verify()).filter((v) => v.invariant === 5)).toEqual([]);
     });
   });
 }
@@ -594,7 +619,7 @@ export interface CompactHistoryFixture {
 /** The migration to compact boards and daily receipts, and verify's invariant 5 over those tables. */
 export function compactHistorySuite(name: string, fixture: CompactHistoryFixture): void {
   describe.skipIf(fixture.skipMessage !== undefined)(`${name}${fixture.skipMessage ? ` (${fixture.skipMessage})` : ""}`, () => {
-    it(`lists every FINALIZED batch for the history job again when migrating to version ${fixture.version}, which rebuilds boards and receipts from them`, async () => {
+    it(`queues every FINALIZED batch for the projection when migrating past version ${fixture.version}, which rebuilds boards and receipts from them`, async () => {
       const contract = randomAddress();
       const recipients = [randomAddress(), randomAddress()].sort();
       const old = (i: number, status: BatchStatus): OldBatch => ({
@@ -614,11 +639,12 @@ export function compactHistorySuite(name: string, fixture: CompactHistoryFixture
       });
       await store.migrate();
       expect(await oldTables()).toEqual([]);
-      expect(await store.historyBackfillRemaining()).toBe(2);
+      expect(await store.projectionState()).toEqual({ throughMs: 0, queued: 2 });
       const board = { contract, pointType: "PHASE2_POINTS" as const, window: ALL_TIME, limit: 10, after: null };
-      expect(await store.readBoard(board)).toEqual({ participants: 0, rows: [], more: false });
-      expect(await store.backfillHistory(10)).toBe(2);
+      expect(await store.readBoard(board)).toEqual({ throughMs: 0, participants: 0, rows: [], more: false });
+      expect((await store.applyProjection(10, T0 + DAY_MS)).applied).toBe(2);
       expect(await store.readBoard(board)).toEqual({
+        throughMs: T0 + DAY_MS,
         participants: 2,
         rows: recipients.map((address) => ({ address, units: 4n * UNITS_PER_POINT })),
         more: false,
@@ -654,6 +680,7 @@ export function compactHistorySuite(name: string, fixture: CompactHistoryFixture
         expect((await store.submitBatch(batch)).kind).toBe("accepted");
         expect(await store.finalizeDue(createdAtMs + 1000, 10)).toHaveLength(1);
       }
+      await drainProjection(store, T0 + 2 * HOUR_MS);
       expect(await store.verify()).toEqual([]);
       const [firstAtMs, lastAtMs] = [T0 + 1000, T0 + HOUR_MS + 1000];
       expect(T0 % DAY_MS).toBe(0);

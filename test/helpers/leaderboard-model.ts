@@ -31,6 +31,11 @@ interface FinalizedTransfer {
 export class LeaderboardModel {
   private readonly transfers: FinalizedTransfer[] = [];
 
+  /** The latest finalization time recorded (0 before any). */
+  get lastFinalizedAtMs(): number {
+    return this.transfers.reduce((latest, transfer) => Math.max(latest, transfer.finalizedAtMs), 0);
+  }
+
   /** A batch that finalized at finalizedAtMs: every transfer of it counts. */
   finalized(contract: AddressKey, pointType: PointType, transfers: readonly Transfer[], finalizedAtMs: number): void {
     for (const transfer of transfers) {
@@ -38,11 +43,15 @@ export class LeaderboardModel {
     }
   }
 
-  /** The whole board, best first: points descending, address ascending within equal points. */
-  board(contract: AddressKey, pointType: PointType, window: ModelWindow): ModelStanding[] {
+  /**
+   * The whole board, best first: points descending, address ascending within equal points; as of
+   * `throughMs` (API.md `through`): only the batches finalized at or before it count.
+   */
+  board(contract: AddressKey, pointType: PointType, window: ModelWindow, throughMs = Number.POSITIVE_INFINITY): ModelStanding[] {
     const sums = new Map<AddressKey, bigint>();
     for (const transfer of this.transfers) {
       if (transfer.contract !== contract || transfer.pointType !== pointType) continue;
+      if (transfer.finalizedAtMs > throughMs) continue;
       if (window.fromMs !== null && transfer.finalizedAtMs < window.fromMs) continue;
       if (window.toMs !== null && transfer.finalizedAtMs >= window.toMs) continue;
       sums.set(transfer.toAddress, (sums.get(transfer.toAddress) ?? 0n) + transfer.amount);
@@ -54,8 +63,14 @@ export class LeaderboardModel {
   }
 
   /** An address's rank and points; rank null and 0 points when it has none on that board. */
-  standing(contract: AddressKey, pointType: PointType, window: ModelWindow, address: AddressKey): { rank: number | null; points: bigint } {
-    const entry = this.board(contract, pointType, window).find((standing) => standing.address === address);
+  standing(
+    contract: AddressKey,
+    pointType: PointType,
+    window: ModelWindow,
+    address: AddressKey,
+    throughMs = Number.POSITIVE_INFINITY,
+  ): { rank: number | null; points: bigint } {
+    const entry = this.board(contract, pointType, window, throughMs).find((standing) => standing.address === address);
     return entry ? { rank: entry.rank, points: entry.points } : { rank: null, points: 0n };
   }
 }
