@@ -7,8 +7,9 @@ import { toUnits, type Queryable } from "./db.js";
 /**
  * Balances as they stood at a time (API.md "Leaderboards and history", `asOf`), read from the
  * rows that carry their own times: credits (created_at_ms), received_daily (per UTC day, with its
- * first and last receipt times) and the address's own batches (created, cancelled, finalized),
- * summed exactly in NUMERIC.
+ * first and last receipt times: the projection's, src/ledger/projection.ts), the finalized batches
+ * it has not applied yet (projection_queue), and the address's own batches (created, cancelled,
+ * finalized), summed exactly in NUMERIC.
  *
  * One statement reads one index range of addresses [$1, $2] (one address: $1 = $2) from each:
  * credits and received_daily by their address-first keys, batches by batches_listing
@@ -24,6 +25,13 @@ import { toUnits, type Queryable } from "./db.js";
  * receipt to asOf, or the day's amount less those after asOf to its last receipt (every batch of
  * the contract finalized in [first, last] lies in that day). Each batch read costs its transfers,
  * so this reads the batches of one side only.
+ *
+ * The batches finalized by then that the projection has not applied yet (projection_queue) are
+ * added from their own transfers (a scan of each queued batch's: the queue is short under normal
+ * load, a second of batches). All of them finalized after its through, so none is in
+ * received_daily, nor in a straddling day's [first, last] (whose last receipt is an applied one);
+ * the pass that applies them deletes them from the queue in the same commit, so the statement's
+ * one snapshot counts each once.
  */
 const partialReceiptsSql = (from: string, to: string) => `(
              SELECT coalesce(sum(t.amount_units), 0) FROM batches b JOIN transfers t ON t.seq = b.seq
@@ -45,6 +53,11 @@ const BALANCES_AS_OF_SQL = `
     FROM received_daily d
     WHERE d.address BETWEEN $1 AND $2 AND d.point_type = ANY($3::text[]) AND d.first_at_ms <= $4
     GROUP BY d.address, d.point_type
+    UNION ALL
+    SELECT t.to_address, b.point_type, 0, sum(t.amount_units), 0, 0
+    FROM projection_queue q JOIN batches b ON b.seq = q.seq JOIN transfers t ON t.seq = q.seq
+    WHERE q.finalized_at_ms <= $4 AND t.to_address BETWEEN $1 AND $2 AND b.point_type = ANY($3::text[])
+    GROUP BY t.to_address, b.point_type
     UNION ALL
     SELECT contract, point_type, 0,
            0,

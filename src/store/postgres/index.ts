@@ -78,8 +78,8 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     readBoard: (query) => run(() => leaderboardReads.readBoard(pool, query)),
     readStanding: (contract, pointType, window, address, nowMs) =>
       run(() => leaderboardReads.readStanding(pool, contract, pointType, window, address, nowMs)),
-    historyBackfillRemaining: () => run(() => leaderboardReads.historyBackfillRemaining(pool)),
-    backfillHistory: guarded(ledger.backfillHistory),
+    projectionState: () => run(() => leaderboardReads.projectionState(pool)),
+    applyProjection: guarded(ledger.applyProjection),
     buildWindowBoards: guarded(ledger.buildWindowBoards),
   };
 }

@@ -1,15 +1,17 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
-import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
-import { WINDOW_BOARD_LAG_MS, WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
+import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
 import type { StoredBatch } from "../ports/batches.js";
 import type {
   BoardAfter,
   BoardPage,
   BoardQuery,
   BoardStanding,
-  LeaderboardsPort,
+  ProjectionPort,
+  ProjectionState,
+  QueuedBatch,
   WindowBoardWork,
   WindowBoardsPort,
 } from "../ports/leaderboards.js";
@@ -18,20 +20,24 @@ import { BATCH_COLUMNS, type BatchRow } from "./batches.js";
 import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
 
 /**
- * The leaderboards and received_daily (../ports/leaderboards.ts) over PostgreSQL. Every write
- * is one set-based statement over the batch's transfers (`transfers WHERE seq = $1`), its
- * recipients summed per address first: a batch stored without the HTTP layer's check may name an
- * address twice, and a board holds one entry per address.
+ * The leaderboards and received_daily (../ports/leaderboards.ts) over PostgreSQL, written by the
+ * projection (src/ledger/projection.ts) after the finalizations. Every write is one set-based
+ * statement over the transfers of the batches it applies (`transfers WHERE seq = ANY(…)`), the
+ * recipients summed per board and address first: a pass applies each distinct recipient once, and
+ * a batch stored without the HTTP layer's check may name an address twice.
  *
- * Concurrency: a board's rows (boards, board_entries, board_bands) and received_daily's rows are
- * keyed by its contract, and every write to them runs after the writer locked the contract's
- * account of that point type (finalize: settleBatch locks the sender; the history job:
- * lockBalance), so two writers of one board queue there and each statement here sees the other's
- * commit. Rows are still touched in address (entries, receipts) and band order, as settleBatch does.
- * A window board's batches, entries and bands are written only by the window job's step that
- * holds its window_boards row (takeWindowWork, FOR UPDATE SKIP LOCKED), in the transaction that
- * updates its count, so a read's snapshot sees them agree; a read's request for one
- * (requestWindowBoard) locks the board's boards row first, so requests of one board queue.
+ * Concurrency, with several instances on one database:
+ * - the fence: a finalization reads projection_state FOR SHARE (readFence) and a pass's first
+ *   transaction locks it FOR UPDATE (queueHead) before it raises the fence, so the pass waits for
+ *   every finalization that read the old fence, and every later one stamps after the new one;
+ * - the applier: a pass's second transaction applies only under a transaction advisory lock,
+ *   tried (claimApplier): one pass at a time writes the boards, bands and received_daily, so their
+ *   rows need no further order (they are still touched in address and band order);
+ * - window boards: a window board's rows are written by the window job's step that holds its
+ *   window_boards row (takeWindowWork, FOR UPDATE SKIP LOCKED) and by a pass, which locks the
+ *   window_boards rows it adds to before it writes any of their entries (so neither waits for the
+ *   other while holding what the other needs); a read's request for one (requestWindowBoard)
+ *   waits for the applier's lock, so the through it starts from is one no pass is still moving.
  */
 
 /** A recipient's sum in one batch (only those sent anything are ranked). */
@@ -43,36 +49,6 @@ function bandSql(units: string): string {
   return `(length(${units}::text) * 100 + left(${units}::text, 2)::int)`;
 }
 
-/**
- * The integer key (boards) of the board a finalized batch is added to, created with its first
- * entry, and one more finalized batch counted on it (finalized_batches: the window boards'
- * change detector, migrations/index.ts version 14). Entries, the ranking index and the bands are
- * keyed by it and by the address's 20 bytes, not by the contract and address as text: smaller
- * rows, so a finalization dirties (and its commit writes) fewer pages (version 13). The insert
- * runs only when the board is missing: an `INSERT … ON CONFLICT DO NOTHING` on every batch would
- * draw an identity value each time.
- */
-async function boardOfFinalizedBatch(db: Queryable, contract: AddressKey, pointType: PointType): Promise<number> {
-  const { rows } = await db.query<{ board: number }>({
-    name: "pl-lb-board-id",
-    text: `WITH found AS (
-             UPDATE boards SET finalized_batches = finalized_batches + 1 WHERE contract = $1 AND point_type = $2 RETURNING board
-           ),
-           created AS (
-             INSERT INTO boards (contract, point_type, finalized_batches) SELECT $1, $2, 1 WHERE NOT EXISTS (SELECT 1 FROM found)
-             ON CONFLICT (contract, point_type) DO NOTHING
-             RETURNING board
-           )
-           SELECT board FROM found UNION ALL SELECT board FROM created`,
-    values: [contract, pointType],
-  });
-  // No row only if another transaction created the board between `found` and the insert: the
-  // contract's account lock (see above) rules that out, so it stops the finalization instead.
-  assertInvariant(rows.length === 1, `board of ${contract} ${pointType}: ${rows.length} rows found or created`);
-  return rows[0]!.board;
-}
-
-/** A board's key in a read, by its contract ($1) and point type ($2): NULL (no rows) before its first entry. */
 const BOARD_SQL = "(SELECT board FROM boards WHERE contract = $1 AND point_type = $2)";
 
 /** board_entries.address back as the service's address key (0x and lowercase hex). */
@@ -94,95 +70,302 @@ const BOARD_TABLES: BoardTables = { name: "board", entries: "board_entries", ban
 const WINDOW_TABLES: BoardTables = { name: "window", entries: "window_entries", bands: "window_bands", key: "window_id" };
 
 /**
- * The batch's ($1) recipients on a board (its key $2), in one statement: their entries grow (or
- * are created), and each recipient moves from the band of its old amount to the band of its new
- * one. The old amount is the new one (RETURNING) less what this batch added: an entry only exists
- * with points, so an old amount of 0 is an entry just created (no band to leave). A band's change
- * is netted first (a row is changed once per statement): gains are upserted, losses subtracted
- * from rows that exist. Returns how many recipients were ranked. Written once for both table sets.
+ * Recipients (a CTE `recipients` of (k: the board's key, address: 20 bytes, units)) onto a table
+ * set's boards, as CTEs of one statement: their entries grow (or are created), and each moves from
+ * the band of its old amount to the band of its new one. The old amount is the new one (RETURNING)
+ * less what was added: an entry only exists with points, so an old amount of 0 is an entry just
+ * created (no band to leave). A band's change is netted first (a row is changed once per
+ * statement): gains are upserted, losses subtracted from rows that exist. `upserted` has a row per
+ * entry touched. Written once for the all-time boards, the window boards, a batch or a pass.
  */
-function addToBoardSql({ entries, bands, key }: BoardTables): string {
+function rankSql({ entries, bands, key }: BoardTables, recipients: string): string {
   // The recipients' bytes sort as their text does (fixed length, lowercase hex): address order either way.
-  return `WITH recipients AS (SELECT ${addressBytes("address")} AS address, units FROM (${RECIPIENTS_SQL}) summed),
+  return `recipients AS (${recipients}),
            upserted AS (
              INSERT INTO ${entries} AS e (${key}, address, points_units)
-             SELECT $2, address, units FROM recipients ORDER BY address
+             SELECT k, address, units FROM recipients ORDER BY k, address
              ON CONFLICT (${key}, address) DO UPDATE SET points_units = e.points_units + excluded.points_units
-             RETURNING e.address, e.points_units
+             RETURNING e.${key} AS k, e.address, e.points_units
            ),
            moved AS (
-             SELECT u.points_units AS now_units, u.points_units - r.units AS was_units
-             FROM upserted u JOIN recipients r ON r.address = u.address
+             SELECT u.k, u.points_units AS now_units, u.points_units - r.units AS was_units
+             FROM upserted u JOIN recipients r ON r.k = u.k AND r.address = u.address
            ),
            delta AS (
-             SELECT band, sum(n) AS n FROM (
-               SELECT ${bandSql("now_units")} AS band, 1 AS n FROM moved
-               UNION ALL SELECT ${bandSql("was_units")}, -1 FROM moved WHERE was_units > 0
+             SELECT k, band, sum(n) AS n FROM (
+               SELECT k, ${bandSql("now_units")} AS band, 1 AS n FROM moved
+               UNION ALL SELECT k, ${bandSql("was_units")}, -1 FROM moved WHERE was_units > 0
              ) changes
-             GROUP BY band HAVING sum(n) <> 0
+             GROUP BY k, band HAVING sum(n) <> 0
            ),
            gained AS (
              INSERT INTO ${bands} AS b (${key}, band, entries)
-             SELECT $2, band, n FROM delta WHERE n > 0 ORDER BY band
+             SELECT k, band, n FROM delta WHERE n > 0 ORDER BY k, band
              ON CONFLICT (${key}, band) DO UPDATE SET entries = b.entries + excluded.entries
              RETURNING 1
            ),
            lost AS (
              UPDATE ${bands} b SET entries = b.entries + delta.n FROM delta
-             WHERE delta.n < 0 AND b.${key} = $2 AND b.band = delta.band
+             WHERE delta.n < 0 AND b.${key} = delta.k AND b.band = delta.band
              RETURNING 1
-           )
-           SELECT count(*) AS ranked FROM upserted`;
+           )`;
 }
 
-/** Adds the batch's recipients to a board of the table set (addToBoardSql); how many were ranked. */
+/** Adds one batch's ($1) recipients to a board of the table set (its key $2: the window job's build); how many were ranked. */
 async function addToTables(db: Queryable, tables: BoardTables, key: number, batch: StoredBatch): Promise<number> {
+  const recipients = `SELECT $2::bigint AS k, ${addressBytes("address")} AS address, units FROM (${RECIPIENTS_SQL}) summed`;
   const { rows } = await db.query<{ ranked: string }>({
     name: `pl-lb-add-to-${tables.name}`,
-    text: addToBoardSql(tables),
+    text: `WITH ${rankSql(tables, recipients)} SELECT count(*) AS ranked FROM upserted`,
     values: [batch.seq, key],
   });
   return Number(rows[0]!.ranked);
 }
 
-/** The batch's recipients on its contract's all-time board (addToBoardSql). */
-async function addToBoard(db: Queryable, batch: StoredBatch): Promise<number> {
-  return addToTables(db, BOARD_TABLES, await boardOfFinalizedBatch(db, batch.contract, batch.pointType), batch);
+// ---- The projection ----------------------------------------------------------------------------
+
+/** Key of the transaction advisory lock a pass applies under (claimApplier); beside db.ts's migration lock, unique to this service. */
+const PROJECTION_LOCK_KEY = "7061221915";
+
+async function readFence(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ fence_ms: string }>({
+    name: "pl-pj-read-fence",
+    text: "SELECT fence_ms FROM projection_state WHERE id = 1 FOR SHARE",
+  });
+  return toNumber(rows[0]!.fence_ms);
 }
 
-/**
- * Each recipient's receipt into received_daily: its row of (point type, UTC day of finalizedAtMs,
- * contract) grows in place, and its first and last receipt times widen to take finalizedAtMs.
- */
-async function addReceipts(db: Queryable, batch: StoredBatch, finalizedAtMs: number): Promise<void> {
+async function enqueue(db: Queryable, seq: string, finalizedAtMs: number): Promise<void> {
   await db.query({
-    name: "pl-lb-add-receipts",
-    text: `INSERT INTO received_daily AS d (address, point_type, day_ms, contract, first_at_ms, last_at_ms, amount_units)
-           SELECT address, $3, $4, $2, $5, $5, units FROM (${RECIPIENTS_SQL}) recipients ORDER BY address
-           ON CONFLICT (address, point_type, day_ms, contract) DO UPDATE SET amount_units = d.amount_units + excluded.amount_units,
-             first_at_ms = least(d.first_at_ms, excluded.first_at_ms), last_at_ms = greatest(d.last_at_ms, excluded.last_at_ms)`,
-    values: [batch.seq, batch.contract, batch.pointType, utcDayOf(finalizedAtMs), finalizedAtMs],
+    name: "pl-pj-enqueue",
+    text: "INSERT INTO projection_queue (finalized_at_ms, seq) VALUES ($1, $2)",
+    values: [finalizedAtMs, seq],
   });
 }
 
 /**
- * Up to `limit` batches off history_backfill, oldest first, deleted in this transaction; rows
- * another instance's step holds are skipped (SKIP LOCKED), so steps of several instances share
- * the work and never add a batch twice.
+ * The state row locked FOR UPDATE first: it waits for the finalizations that read the fence
+ * (FOR SHARE) and are still in flight, so the head read after it (a new snapshot) holds them all.
  */
-async function takeBackfill(db: Queryable, limit: number): Promise<{ batch: StoredBatch; finalizedAtMs: number }[]> {
-  const { rows } = await db.query<BatchRow>({
-    name: "pl-lb-take-backfill",
-    text: `WITH taken AS (SELECT seq FROM history_backfill ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED),
-           deleted AS (DELETE FROM history_backfill h USING taken WHERE h.seq = taken.seq RETURNING h.seq)
-           SELECT ${BATCH_COLUMNS} FROM batches WHERE seq IN (SELECT seq FROM deleted) ORDER BY seq`,
+async function queueHead(db: Queryable, limit: number): Promise<{ throughMs: number; head: number[] }> {
+  const state = await db.query<{ through_ms: string }>({
+    name: "pl-pj-lock-state",
+    text: "SELECT through_ms FROM projection_state WHERE id = 1 FOR UPDATE",
+  });
+  const head = await db.query<{ finalized_at_ms: string }>({
+    name: "pl-pj-queue-head",
+    text: "SELECT finalized_at_ms FROM projection_queue ORDER BY finalized_at_ms, seq LIMIT $1",
     values: [limit],
   });
-  return rows.map((row) => ({ batch: toStoredBatch(row, toUnits(row.total_units)), finalizedAtMs: toNumber(row.finalized_at_ms) }));
+  return { throughMs: toNumber(state.rows[0]!.through_ms), head: head.rows.map((row) => toNumber(row.finalized_at_ms)) };
 }
 
-/** The history tables for the ledger flows (src/ledger/history.ts), over pg. */
-export const leaderboards = { addToBoard, addReceipts, takeBackfill } satisfies LeaderboardsPort<Queryable, "async">;
+async function raiseFence(db: Queryable, fenceMs: number): Promise<void> {
+  await db.query({
+    name: "pl-pj-raise-fence",
+    text: "UPDATE projection_state SET fence_ms = GREATEST(fence_ms, $1) WHERE id = 1",
+    values: [fenceMs],
+  });
+}
+
+/** Tried, not waited for: an instance that finds another applying skips its step (the other applies the queue). */
+async function claimApplier(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ claimed: boolean }>({
+    name: "pl-pj-claim",
+    text: "SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed",
+    values: [PROJECTION_LOCK_KEY],
+  });
+  return rows[0]!.claimed;
+}
+
+/** The queue's rows by throughMs, deleted and returned with their batches; the time is the queue's (the flow checks the batch's against it). */
+async function takeQueued(db: Queryable, throughMs: number): Promise<QueuedBatch[]> {
+  const { rows } = await db.query<BatchRow & { queued_at_ms: string }>({
+    name: "pl-pj-take-queued",
+    text: `WITH taken AS (DELETE FROM projection_queue WHERE finalized_at_ms <= $1 RETURNING finalized_at_ms AS queued_at_ms, seq)
+           SELECT ${BATCH_COLUMNS}, queued_at_ms FROM taken JOIN batches USING (seq) ORDER BY queued_at_ms, seq`,
+    values: [throughMs],
+  });
+  return rows.map((row) => ({ batch: toStoredBatch(row, toUnits(row.total_units)), finalizedAtMs: toNumber(row.queued_at_ms) }));
+}
+
+/** A pass's batches of one day as statement parameters ($1 seqs, $2 their boards, $3 their finalization times). */
+interface PassBatches {
+  seqs: string[];
+  boards: number[];
+  atMs: number[];
+}
+
+/**
+ * The pass's recipients: per (board, address as text), the points its batches' transfers sent it,
+ * and the first and last finalization times of the batches that sent it any (received_daily's).
+ */
+const PASS_SUMS_SQL = `pass_batches AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::bigint[]) AS p(seq, board, at_ms)),
+  sums AS (
+    SELECT p.board, t.to_address AS address, sum(t.amount_units) AS units, min(p.at_ms) AS first_at_ms, max(p.at_ms) AS last_at_ms
+    FROM pass_batches p JOIN transfers t ON t.seq = p.seq
+    WHERE t.seq = ANY($1::bigint[]) AND t.amount_units > 0
+    GROUP BY p.board, t.to_address
+  )`;
+
+/**
+ * The boards of the pass's batches, each counting its batches (finalized_batches), created when
+ * missing: the insert only for those (an `INSERT … ON CONFLICT DO NOTHING` of every board would
+ * draw an identity value each pass). Only passes create boards, one at a time (claimApplier).
+ */
+async function boardsOfPass(db: Queryable, queued: readonly QueuedBatch[]): Promise<Map<string, number>> {
+  const counts = new Map<string, { contract: string; pointType: string; n: number }>();
+  for (const { batch } of queued) {
+    const key = `${batch.contract} ${batch.pointType}`;
+    counts.set(key, { contract: batch.contract, pointType: batch.pointType, n: (counts.get(key)?.n ?? 0) + 1 });
+  }
+  const wanted = [...counts.values()];
+  const { rows } = await db.query<{ board: number; contract: string; point_type: string }>({
+    name: "pl-pj-boards",
+    text: `WITH wanted AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) AS w(contract, point_type, n)),
+           found AS (
+             UPDATE boards b SET finalized_batches = b.finalized_batches + w.n FROM wanted w
+             WHERE b.contract = w.contract AND b.point_type = w.point_type RETURNING b.board, b.contract, b.point_type
+           ),
+           created AS (
+             INSERT INTO boards (contract, point_type, finalized_batches)
+             SELECT contract, point_type, n FROM wanted w
+             WHERE NOT EXISTS (SELECT 1 FROM boards b WHERE b.contract = w.contract AND b.point_type = w.point_type)
+             ORDER BY contract, point_type
+             ON CONFLICT (contract, point_type) DO NOTHING
+             RETURNING board, contract, point_type
+           )
+           SELECT board, contract, point_type FROM found UNION ALL SELECT board, contract, point_type FROM created`,
+    values: [wanted.map((w) => w.contract), wanted.map((w) => w.pointType), wanted.map((w) => w.n)],
+  });
+  assertInvariant(rows.length === wanted.length, `a pass found or created ${rows.length} boards for ${wanted.length}`);
+  return new Map(rows.map((row) => [`${row.contract} ${row.point_type}`, row.board]));
+}
+
+/** The pass's sums onto the all-time boards (rankSql); how many (board, address) entries it touched. */
+async function applyToBoards(db: Queryable, pass: PassBatches): Promise<number> {
+  const recipients = `SELECT board AS k, ${addressBytes("address")} AS address, units FROM sums`;
+  const { rows } = await db.query<{ ranked: string }>({
+    name: "pl-pj-boards-apply",
+    text: `WITH ${PASS_SUMS_SQL}, ${rankSql(BOARD_TABLES, recipients)} SELECT count(*) AS ranked FROM upserted`,
+    values: [pass.seqs, pass.boards, pass.atMs],
+  });
+  return Number(rows[0]!.ranked);
+}
+
+/** The pass's sums into received_daily: the day's row of each (address, point type, contract) grows, its first and last times widen. */
+async function applyToReceipts(db: Queryable, pass: PassBatches, dayMs: number): Promise<void> {
+  await db.query({
+    name: "pl-pj-receipts-apply",
+    text: `WITH ${PASS_SUMS_SQL}
+           INSERT INTO received_daily AS d (address, point_type, day_ms, contract, first_at_ms, last_at_ms, amount_units)
+           SELECT s.address, bo.point_type, $4::bigint, bo.contract, s.first_at_ms, s.last_at_ms, s.units
+           FROM sums s JOIN boards bo ON bo.board = s.board ORDER BY s.address, bo.point_type, bo.contract
+           ON CONFLICT (address, point_type, day_ms, contract) DO UPDATE SET amount_units = d.amount_units + excluded.amount_units,
+             first_at_ms = least(d.first_at_ms, excluded.first_at_ms), last_at_ms = greatest(d.last_at_ms, excluded.last_at_ms)`,
+    values: [pass.seqs, pass.boards, pass.atMs, dayMs],
+  });
+}
+
+/**
+ * The kept window boards of the pass's boards whose window holds the day and that were asked for
+ * before the pass's first batch of their board finalized (the window job adds the older ones),
+ * locked (in window_id order) before any of their entries is written: a window job's step holding
+ * one is waited for, never the other way round.
+ */
+async function windowsOfPass(db: Queryable, pass: PassBatches, dayMs: number): Promise<{ windows: string[]; boards: number[] }> {
+  const { rows } = await db.query<{ window_id: string; board: number }>({
+    name: "pl-pj-windows",
+    text: `SELECT w.window_id, w.board FROM window_boards w
+           JOIN (SELECT board, min(at_ms) AS first_ms FROM unnest($1::int[], $2::bigint[]) AS p(board, at_ms) GROUP BY board) f
+             ON f.board = w.board
+           WHERE w.state <> 'dropping' AND w.from_ms <= $3 AND w.to_ms > $3 AND w.built_through_ms < f.first_ms
+           ORDER BY w.window_id FOR NO KEY UPDATE OF w`,
+    values: [pass.boards, pass.atMs, dayMs],
+  });
+  return { windows: rows.map((row) => row.window_id), boards: rows.map((row) => row.board) };
+}
+
+/** The pass's sums onto those window boards (rankSql), its batches into their window_batches, and their counts. */
+async function applyToWindows(db: Queryable, pass: PassBatches, dayMs: number): Promise<void> {
+  const { windows, boards } = await windowsOfPass(db, pass, dayMs);
+  if (windows.length === 0) return;
+  const recipients = `SELECT w.window_id AS k, ${addressBytes("s.address")} AS address, s.units FROM sums s JOIN targets w ON w.board = s.board`;
+  await db.query({
+    name: "pl-pj-windows-apply",
+    text: `WITH ${PASS_SUMS_SQL},
+           targets AS (SELECT * FROM unnest($4::bigint[], $5::int[]) AS w(window_id, board)),
+           ${rankSql(WINDOW_TABLES, recipients)},
+           held AS (
+             INSERT INTO window_batches (window_id, seq) SELECT w.window_id, p.seq FROM targets w JOIN pass_batches p ON p.board = w.board
+             RETURNING window_id
+           ),
+           counted AS (
+             UPDATE window_boards wb SET batches = wb.batches + c.n FROM (SELECT window_id, count(*) AS n FROM held GROUP BY window_id) c
+             WHERE wb.window_id = c.window_id RETURNING 1
+           )
+           SELECT count(*) FROM counted`,
+    values: [pass.seqs, pass.boards, pass.atMs, windows, boards],
+  });
+}
+
+/**
+ * The pass's batches of one UTC day (all its batches but under two instances' passes): each
+ * statement runs once over all of them, so a recipient paid by many batches is written once per
+ * read model. Returns how many (board, address) entries the all-time boards had touched.
+ */
+async function applyBatches(db: Queryable, queued: readonly QueuedBatch[], dayMs: number): Promise<number> {
+  if (queued.length === 0) return 0;
+  const boards = await boardsOfPass(db, queued);
+  const pass: PassBatches = {
+    seqs: queued.map(({ batch }) => batch.seq),
+    boards: queued.map(({ batch }) => boards.get(`${batch.contract} ${batch.pointType}`)!),
+    atMs: queued.map(({ finalizedAtMs }) => finalizedAtMs),
+  };
+  const entries = await applyToBoards(db, pass);
+  await applyToReceipts(db, pass, dayMs);
+  await applyToWindows(db, pass, dayMs);
+  return entries;
+}
+
+/** Moves through (and the fence with it, never below through) forward only. */
+async function advanceThrough(db: Queryable, throughMs: number): Promise<void> {
+  await db.query({
+    name: "pl-pj-advance",
+    text: "UPDATE projection_state SET through_ms = GREATEST(through_ms, $1), fence_ms = GREATEST(fence_ms, $1) WHERE id = 1",
+    values: [throughMs],
+  });
+}
+
+/** The projection's tables for the flows (src/ledger/projection.ts, finalize.ts), over pg. */
+export const projection = {
+  readFence,
+  enqueue,
+  queueHead,
+  raiseFence,
+  claimApplier,
+  takeQueued,
+  applyBatches,
+  advanceThrough,
+} satisfies ProjectionPort<Queryable, "async">;
+
+/** The projection's through and how many batches are queued, in one statement. */
+async function projectionState(pool: Queryable): Promise<ProjectionState> {
+  const { rows } = await pool.query<{ through_ms: string; queued: string }>({
+    name: "pl-pj-state",
+    text: "SELECT through_ms, (SELECT count(*) FROM projection_queue) AS queued FROM projection_state WHERE id = 1",
+  });
+  return { throughMs: toNumber(rows[0]!.through_ms), queued: Number(rows[0]!.queued) };
+}
+
+/** The projection's through inside a read: what every answer of that read's snapshot counts. */
+async function throughOf(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ through_ms: string }>({
+    name: "pl-pj-through",
+    text: "SELECT through_ms FROM projection_state WHERE id = 1",
+  });
+  return toNumber(rows[0]!.through_ms);
+}
 
 // ---- Window boards (the window job's steps) ---------------------------------------------------
 
@@ -192,13 +375,13 @@ interface WindowWorkRow {
   point_type: string;
   from_ms: string;
   to_ms: string;
-  state: "building" | "ready" | "dropping";
-  finalized_batches: string;
+  state: "building" | "dropping";
+  built_through_ms: string;
 }
 
 /**
  * The window's FINALIZED batches (batches_finalized), over a statement's contract, point type and
- * bounds: one definition for the job's count, its batches and a read's check, so they agree.
+ * bounds: one definition for the job's batches and a read's, so they agree.
  */
 function finalizedInWindowSql(alias: string, contract: string, pointType: string, fromMs: string, toMs: string): string {
   return `${alias}.contract = ${contract} AND ${alias}.point_type = ${pointType} AND ${alias}.status = 'FINALIZED'
@@ -206,29 +389,17 @@ function finalizedInWindowSql(alias: string, contract: string, pointType: string
 }
 
 /**
- * A window board to drop (first: dropping frees space and unblocks nothing else), or one that
- * misses FINALIZED batches of its window: being built, or ready but holding fewer than the window
- * has (a batch finalized since, or late into it). First, ready ones whose board finalized batches
- * since they were seen but that miss none (one count each, in the statement's one snapshot with
- * the board's count) are recorded as seen; only those are counted, so an idle board costs nothing.
- * Locked for this transaction; rows another instance's step holds are skipped (SKIP LOCKED), so
- * several instances work on different ones.
+ * A window board to drop (first: dropping frees space and unblocks nothing else), or one being
+ * built (a ready one stays current through the passes), locked for this transaction; rows
+ * another instance's step (or a pass) holds are skipped (SKIP LOCKED), so several instances work
+ * on different ones.
  */
 async function takeWindowWork(db: Queryable): Promise<WindowBoardWork | null> {
-  await db.query({
-    name: "pl-lb-see-window-boards",
-    text: `UPDATE window_boards w SET seen_finalized = b.finalized_batches FROM boards b
-           WHERE b.board = w.board AND w.state = 'ready' AND w.seen_finalized <> b.finalized_batches
-             AND w.window_id IN (SELECT c.window_id FROM window_boards c JOIN boards cb ON cb.board = c.board
-                                 WHERE c.state = 'ready' AND c.seen_finalized <> cb.finalized_batches FOR UPDATE OF c SKIP LOCKED)
-             AND w.batches = (SELECT count(*) FROM batches f
-                              WHERE ${finalizedInWindowSql("f", "b.contract", "b.point_type", "w.from_ms", "w.to_ms")})`,
-  });
   const { rows } = await db.query<WindowWorkRow>({
     name: "pl-lb-take-window-work",
-    text: `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, b.finalized_batches
+    text: `SELECT w.window_id, b.contract, b.point_type, w.from_ms, w.to_ms, w.state, w.built_through_ms
            FROM window_boards w JOIN boards b ON b.board = w.board
-           WHERE w.state IN ('dropping', 'building') OR (w.state = 'ready' AND w.seen_finalized <> b.finalized_batches)
+           WHERE w.state IN ('dropping', 'building')
            ORDER BY w.state = 'dropping' DESC, w.window_id LIMIT 1 FOR UPDATE OF w SKIP LOCKED`,
   });
   const row = rows[0];
@@ -240,19 +411,23 @@ async function takeWindowWork(db: Queryable): Promise<WindowBoardWork | null> {
     fromMs: toNumber(row.from_ms),
     toMs: toNumber(row.to_ms),
     state: row.state,
-    boardFinalized: toNumber(row.finalized_batches),
+    builtThroughMs: toNumber(row.built_through_ms),
   };
 }
 
-/** Up to `limit` FINALIZED batches of the work's window that its window board does not hold (window_batches), in seq order. */
+/**
+ * Up to `limit` FINALIZED batches of the work's window finalized by the time it was asked for
+ * (builtThroughMs; the passes add the later ones) that its window board does not hold
+ * (window_batches), in seq order.
+ */
 async function windowBatches(db: Queryable, work: WindowBoardWork, limit: number): Promise<StoredBatch[]> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-lb-window-batches",
     text: `SELECT ${BATCH_COLUMNS} FROM batches f
-           WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}
+           WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")} AND f.finalized_at_ms <= $7
              AND NOT EXISTS (SELECT 1 FROM window_batches x WHERE x.window_id = $5 AND x.seq = f.seq)
            ORDER BY f.seq LIMIT $6`,
-    values: [work.contract, work.pointType, work.fromMs, work.toMs, work.window, limit],
+    values: [work.contract, work.pointType, work.fromMs, work.toMs, work.window, limit, work.builtThroughMs],
   });
   return rows.map((row) => toStoredBatch(row, toUnits(row.total_units)));
 }
@@ -271,15 +446,13 @@ async function addToWindow(db: Queryable, window: number, batch: StoredBatch): P
   return addToTables(db, WINDOW_TABLES, window, batch);
 }
 
-/** Counts `added` more batches held; once caught up, the window board is ready (read from) and seen at work.boardFinalized. */
+/** Counts `added` more batches held; once caught up, the window board is ready (read from, kept current by the passes). */
 async function advanceWindow(db: Queryable, work: WindowBoardWork, added: number, caughtUp: boolean): Promise<void> {
   const { rowCount } = await db.query({
     name: "pl-lb-advance-window",
-    text: `UPDATE window_boards SET batches = batches + $2,
-             state = CASE WHEN $3::boolean THEN 'ready' ELSE state END,
-             seen_finalized = CASE WHEN $3::boolean THEN $4 ELSE seen_finalized END
+    text: `UPDATE window_boards SET batches = batches + $2, state = CASE WHEN $3::boolean THEN 'ready' ELSE state END
            WHERE window_id = $1`,
-    values: [work.window, added, caughtUp, work.boardFinalized],
+    values: [work.window, added, caughtUp],
   });
   // The step holds the row (takeWindowWork): a missing one would leave the batches just added uncounted.
   assertInvariant(rowCount === 1, `window ${work.window}: ${rowCount} window_boards rows advanced`);
@@ -306,7 +479,7 @@ async function dropWindowEntries(db: Queryable, window: number, limit: number): 
   return count;
 }
 
-/** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), over pg. */
+/** The window boards for the window job's flow (src/ledger/projection.ts buildWindowBoards), over pg. */
 export const windowBoards = {
   takeWindowWork,
   windowBatches,
@@ -398,17 +571,27 @@ async function readKeptRows(db: Queryable, board: KeptBoard, after: BoardAfter |
   return boardRows([...tie.rows, ...below.rows]);
 }
 
+/** What a read answers before its snapshot's through is added (readBoard, readStanding). */
+type PageRead = Omit<BoardPage, "throughMs">;
+type StandingRead = Omit<BoardStanding, "throughMs">;
+
+/** The reads' transactions: one snapshot for through and the rows, so the answer is exact for its through. */
+const SNAPSHOT = { isolation: "REPEATABLE READ", readOnly: true } as const;
+
 /** A page of a kept board and its participants (in the caller's snapshot: they agree). */
-async function readKeptPage(db: Queryable, board: KeptBoard, query: BoardQuery): Promise<BoardPage> {
+async function readKeptPage(db: Queryable, board: KeptBoard, query: BoardQuery): Promise<PageRead> {
   const rows = await readKeptRows(db, board, query.after, query.limit + 1);
   return { participants: await participantsOf(db, board), ...pageOf(rows, query.limit) };
 }
 
-/** A window's board: its FINALIZED batches (batches_finalized) and their transfers, summed per recipient. */
+/**
+ * A window's board: its FINALIZED batches (batches_finalized) by the projection's through ($5, read
+ * in the same snapshot: the batches a kept board would count) and their transfers, summed per recipient.
+ */
 const WINDOW_BOARD_SQL = `board AS (
     SELECT t.to_address AS address, sum(t.amount_units) AS units
     FROM batches b JOIN transfers t ON t.seq = b.seq
-    WHERE ${finalizedInWindowSql("b", "$1", "$2", "$3", "$4")}
+    WHERE ${finalizedInWindowSql("b", "$1", "$2", "$3", "$4")} AND b.finalized_at_ms <= $5
     GROUP BY t.to_address HAVING sum(t.amount_units) > 0
   )`;
 
@@ -418,20 +601,21 @@ function windowBounds(window: DayWindow): [number, number] {
 }
 
 /** A window's page and its participants from its batches, one statement (the count is there even when the page is empty). */
-async function readWindowBoard(db: Queryable, query: BoardQuery): Promise<BoardPage> {
+async function readWindowBoard(db: Queryable, query: BoardQuery, throughMs: number): Promise<PageRead> {
   const { rows } = await db.query<{ participants: string; address: string | null; units: string | null }>({
     name: "pl-lb-window-board",
     text: `WITH ${WINDOW_BOARD_SQL}
            SELECT p.participants, page.address, page.units FROM (SELECT count(*) AS participants FROM board) p
            LEFT JOIN LATERAL (
              SELECT address, units::text AS units FROM board
-             WHERE $5::numeric IS NULL OR units < $5::numeric OR (units = $5::numeric AND address > $6)
-             ORDER BY board.units DESC, address LIMIT $7
+             WHERE $6::numeric IS NULL OR units < $6::numeric OR (units = $6::numeric AND address > $7)
+             ORDER BY board.units DESC, address LIMIT $8
            ) page ON true`,
     values: [
       query.contract,
       query.pointType,
       ...windowBounds(query.window),
+      throughMs,
       query.after?.units.toString() ?? null,
       query.after?.address ?? "",
       query.limit + 1,
@@ -448,46 +632,21 @@ function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: bool
   return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
-/** The window board a read found for its window: the one kept (not dropping), and in what state. */
-interface KeptWindowBoard {
-  window: number;
-  state: "building" | "ready";
-  batches: number;
-  /** The window's FINALIZED batches (counted only for a ready window board whose board finalized batches since it was seen). */
-  finalized: number | null;
-  /** Ready, and its board finalized no batch since the window job found it complete. */
-  seen: boolean;
-}
-
-/** What a window's read found: its board, and its kept window board if any. Null: the contract has no board of the point type yet. */
+/** What a window's read found: its board, and its kept window board (not dropping) if any. Null: the contract has no board of the point type yet. */
 interface FoundWindowBoard {
   board: number;
-  kept: KeptWindowBoard | null;
+  kept: { window: number; state: "building" | "ready" } | null;
 }
 
-/**
- * The window's board and its kept window board, with the window's FINALIZED batches counted
- * (batches_finalized) when that is ready: equal to the batches it holds, it misses none
- * (../ports/leaderboards.ts). The count sits in a CASE, so it runs only for a ready one.
- */
 async function findWindowBoard(
   db: Queryable,
   contract: AddressKey,
   pointType: PointType,
   window: DayWindow,
 ): Promise<FoundWindowBoard | null> {
-  const { rows } = await db.query<{
-    board: number;
-    window_id: string | null;
-    state: "building" | "ready" | null;
-    batches: string | null;
-    finalized: string | null;
-    seen: boolean | null;
-  }>({
+  const { rows } = await db.query<{ board: number; window_id: string | null; state: "building" | "ready" | null }>({
     name: "pl-lb-find-window-board",
-    text: `SELECT b.board, w.window_id, w.state, w.batches, w.state = 'ready' AND w.seen_finalized = b.finalized_batches AS seen,
-             CASE WHEN w.state = 'ready' AND w.seen_finalized <> b.finalized_batches
-               THEN (SELECT count(*) FROM batches f WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}) END AS finalized
+    text: `SELECT b.board, w.window_id, w.state
            FROM boards b LEFT JOIN window_boards w ON w.board = b.board AND w.from_ms = $3 AND w.to_ms = $4 AND w.state <> 'dropping'
            WHERE b.contract = $1 AND b.point_type = $2`,
     values: [contract, pointType, ...windowBounds(window)],
@@ -495,61 +654,27 @@ async function findWindowBoard(
   const row = rows[0];
   if (!row) return null;
   if (row.window_id === null) return { board: row.board, kept: null };
-  const kept = {
-    window: toNumber(row.window_id),
-    state: row.state!,
-    batches: Number(row.batches),
-    finalized: row.finalized === null ? null : Number(row.finalized),
-    seen: row.seen === true,
-  };
-  return { board: row.board, kept };
-}
-
-/**
- * Whether a read uses its kept window board: ready, and missing no FINALIZED batch of the window
- * or only batches finalized less than WINDOW_BOARD_LAG_MS before nowMs (the window job adds
- * them). Nothing is counted while its board finalized no batch since it was seen complete; which
- * ones it misses is looked for only when the counts differ: window_batches, one probe per batch
- * of the window.
- */
-async function windowBoardCurrent(
-  db: Queryable,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-  kept: KeptWindowBoard,
-  nowMs: number,
-): Promise<boolean> {
-  if (kept.seen) return true;
-  if (kept.state !== "ready" || kept.finalized === null) return false;
-  // A window board holds FINALIZED batches of its window only, each once, and they stay so.
-  assertInvariant(kept.batches <= kept.finalized, `window ${kept.window}: holds ${kept.batches} of ${kept.finalized} batches`);
-  if (kept.batches === kept.finalized) return true;
-  const { rows } = await db.query<{ oldest_ms: string | null }>({
-    name: "pl-lb-window-oldest-missing",
-    text: `SELECT min(f.finalized_at_ms) AS oldest_ms FROM batches f
-           WHERE ${finalizedInWindowSql("f", "$1", "$2", "$3", "$4")}
-             AND NOT EXISTS (SELECT 1 FROM window_batches x WHERE x.window_id = $5 AND x.seq = f.seq)`,
-    values: [contract, pointType, ...windowBounds(window), kept.window],
-  });
-  const oldestMs = rows[0]!.oldest_ms;
-  assertInvariant(oldestMs !== null, `window ${kept.window}: holds ${kept.batches} of ${kept.finalized} batches, none missing`);
-  return toNumber(oldestMs) > nowMs - WINDOW_BOARD_LAG_MS;
+  return { board: row.board, kept: { window: toNumber(row.window_id), state: row.state! } };
 }
 
 /**
  * Asks for the window board of a window that has none, in one short transaction: it is listed to
- * be built unless one is (ON CONFLICT: another instance may ask at the same time), and the board
- * keeps WINDOW_BOARDS_PER_BOARD at most, the oldest asked dropped. The window job does the work.
- * The board's row is locked first, so two requests for one board queue instead of locking each
- * other's window_boards rows in opposite orders (a deadlock would fail a read).
+ * be built from the projection's through (built_through_ms) unless one is (ON CONFLICT: another
+ * instance may ask at the same time), and the board keeps WINDOW_BOARDS_PER_BOARD at most, the
+ * oldest asked dropped. The window job does the work. The applier's lock is waited for first (a
+ * pass at most): a pass that began before the window board existed does not add to it, so its
+ * through must be the one the window board starts from. The board's row is locked next (a pass
+ * locks boards rows under the applier's lock too: one order), so two requests for one board queue
+ * instead of locking each other's window_boards rows in opposite orders (a deadlock would fail a read).
  */
 async function requestWindowBoard(pool: PgPool, board: number, window: DayWindow, nowMs: number): Promise<void> {
   await transaction(pool, async (db) => {
+    await db.query({ name: "pl-lb-wait-applier", text: "SELECT pg_advisory_xact_lock($1::bigint)", values: [PROJECTION_LOCK_KEY] });
     await db.query({ name: "pl-lb-lock-board", text: "SELECT 1 FROM boards WHERE board = $1 FOR NO KEY UPDATE", values: [board] });
     await db.query({
       name: "pl-lb-request-window",
-      text: `INSERT INTO window_boards (board, from_ms, to_ms, state, created_at_ms) VALUES ($1, $2, $3, 'building', $4)
+      text: `INSERT INTO window_boards (board, from_ms, to_ms, state, created_at_ms, built_through_ms)
+             SELECT $1, $2, $3, 'building', $4, through_ms FROM projection_state WHERE id = 1
              ON CONFLICT (board, from_ms, to_ms) WHERE state <> 'dropping' DO NOTHING`,
       values: [board, ...windowBounds(window), nowMs],
     });
@@ -564,46 +689,50 @@ async function requestWindowBoard(pool: PgPool, board: number, window: DayWindow
 }
 
 /**
- * A window (not all time, ended or open) read from its window board when it is current at nowMs
- * (windowBoardCurrent), else from its batches; one snapshot either way. A window without a window
- * board asks for one after its read (outside the read's transaction, which is read-only); one
- * being built or behind is left to the window job.
+ * A window (not all time, ended or open) read in one snapshot with the projection's through: from
+ * its window board once that is ready (the window job added the window's batches up to where the
+ * projection stood when it was asked for, and every pass since added its own: it is exact at
+ * through), else from its batches finalized by through. A window without a window board asks for
+ * one after its read (outside the read's transaction, which is read-only); one being built is left
+ * to the window job. Readers that give no time read the batches and ask for nothing.
  */
-async function readWindow<T>(
+async function readWindow<T extends object>(
   pool: PgPool,
   contract: AddressKey,
   pointType: PointType,
   window: DayWindow,
   nowMs: number | undefined,
-  read: { fromWindowBoard: (db: Queryable, board: KeptBoard) => Promise<T>; fromBatches: (db: Queryable) => Promise<T> },
-): Promise<T> {
-  // Without the reader's time, no lag can be judged: one statement over the batches, one snapshot.
-  if (nowMs === undefined) return read.fromBatches(pool);
+  read: { fromWindowBoard: (db: Queryable, board: KeptBoard) => Promise<T>; fromBatches: (db: Queryable, throughMs: number) => Promise<T> },
+): Promise<T & { throughMs: number }> {
   const { result, request } = await transaction(
     pool,
     async (db) => {
-      const found = await findWindowBoard(db, contract, pointType, window);
+      const throughMs = await throughOf(db);
+      const found = nowMs === undefined ? null : await findWindowBoard(db, contract, pointType, window);
       const kept = found?.kept ?? null;
-      if (kept !== null && (await windowBoardCurrent(db, contract, pointType, window, kept, nowMs))) {
-        return { result: await read.fromWindowBoard(db, windowBoard(kept.window)), request: null };
+      if (kept !== null && kept.state === "ready") {
+        return { result: { throughMs, ...(await read.fromWindowBoard(db, windowBoard(kept.window))) }, request: null };
       }
-      return { result: await read.fromBatches(db), request: found !== null && kept === null ? found.board : null };
+      return {
+        result: { throughMs, ...(await read.fromBatches(db, throughMs)) },
+        request: found !== null && kept === null ? found.board : null,
+      };
     },
-    { isolation: "REPEATABLE READ", readOnly: true },
+    SNAPSHOT,
   );
-  if (request !== null) await requestWindowBoard(pool, request, window, nowMs);
+  if (request !== null && nowMs !== undefined) await requestWindowBoard(pool, request, window, nowMs);
   return result;
 }
 
-/** A page of a board (all time or a window), read in one snapshot: its rows and participants agree. */
+/** A page of a board (all time or a window), read in one snapshot: its rows, participants and through agree. */
 async function readBoard(pool: PgPool, query: BoardQuery): Promise<BoardPage> {
   if (isAllTime(query.window)) {
     const board = allTimeBoard(query.contract, query.pointType);
-    return transaction(pool, (db) => readKeptPage(db, board, query), { isolation: "REPEATABLE READ", readOnly: true });
+    return transaction(pool, async (db) => ({ throughMs: await throughOf(db), ...(await readKeptPage(db, board, query)) }), SNAPSHOT);
   }
   return readWindow(pool, query.contract, query.pointType, query.window, query.nowMs, {
     fromWindowBoard: (db, board) => readKeptPage(db, board, query),
-    fromBatches: (db) => readWindowBoard(db, query),
+    fromBatches: (db, throughMs) => readWindowBoard(db, query, throughMs),
   });
 }
 
@@ -611,7 +740,7 @@ async function readBoard(pool: PgPool, query: BoardQuery): Promise<BoardPage> {
  * An address's place on a kept board: the entries of the bands above its amount's, plus the
  * entries inside its band with more (one range of the ranking index, bounded by bandUpperUnits).
  */
-async function readKeptStanding(db: Queryable, board: KeptBoard, address: AddressKey): Promise<BoardStanding> {
+async function readKeptStanding(db: Queryable, board: KeptBoard, address: AddressKey): Promise<StandingRead> {
   const { entries, bands, key, name } = board.tables;
   const param = (n: number) => paramOf(board, n);
   const participants = await participantsOf(db, board);
@@ -634,21 +763,22 @@ async function readKeptStanding(db: Queryable, board: KeptBoard, address: Addres
   return { units, ahead: Number(rows[0]!.above) + Number(rows[0]!.inside), participants };
 }
 
-/** An address's place on a window's board from the window's batches, one statement. */
+/** An address's place on a window's board from the window's batches by through, one statement. */
 async function readWindowStanding(
   db: Queryable,
   contract: AddressKey,
   pointType: PointType,
   window: DayWindow,
   address: AddressKey,
-): Promise<BoardStanding> {
+  throughMs: number,
+): Promise<StandingRead> {
   const { rows } = await db.query<{ participants: string; units: string | null; ahead: string }>({
     name: "pl-lb-window-standing",
     text: `WITH ${WINDOW_BOARD_SQL}
            SELECT (SELECT count(*) FROM board) AS participants, me.units::text AS units,
              (SELECT count(*) FROM board o WHERE o.units > me.units) AS ahead
-           FROM (SELECT 1) one LEFT JOIN board me ON me.address = $5`,
-    values: [contract, pointType, ...windowBounds(window), address],
+           FROM (SELECT 1) one LEFT JOIN board me ON me.address = $6`,
+    values: [contract, pointType, ...windowBounds(window), throughMs, address],
   });
   const row = rows[0]!;
   const participants = Number(row.participants);
@@ -656,7 +786,7 @@ async function readWindowStanding(
   return { units: toUnits(row.units), ahead: Number(row.ahead), participants };
 }
 
-/** An address's place on a board (all time or a window), read in one snapshot. */
+/** An address's place on a board (all time or a window), read in one snapshot with through. */
 async function readStanding(
   pool: PgPool,
   contract: AddressKey,
@@ -667,22 +797,13 @@ async function readStanding(
 ): Promise<BoardStanding> {
   if (isAllTime(window)) {
     const board = allTimeBoard(contract, pointType);
-    return transaction(pool, (db) => readKeptStanding(db, board, address), { isolation: "REPEATABLE READ", readOnly: true });
+    return transaction(pool, async (db) => ({ throughMs: await throughOf(db), ...(await readKeptStanding(db, board, address)) }), SNAPSHOT);
   }
   return readWindow(pool, contract, pointType, window, nowMs, {
     fromWindowBoard: (db, board) => readKeptStanding(db, board, address),
-    fromBatches: (db) => readWindowStanding(db, contract, pointType, window, address),
+    fromBatches: (db, throughMs) => readWindowStanding(db, contract, pointType, window, address, throughMs),
   });
 }
 
-/** Batches the history job has yet to add (reads answer 503 while any is left). */
-async function historyBackfillRemaining(pool: PgPool): Promise<number> {
-  const { rows } = await pool.query<{ remaining: string }>({
-    name: "pl-lb-backfill-remaining",
-    text: "SELECT count(*) AS remaining FROM history_backfill",
-  });
-  return Number(rows[0]!.remaining);
-}
-
-/** The LeaderboardsStore reads, over the pool (index.ts composes them; backfillHistory and buildWindowBoards are flows). */
-export const leaderboardReads = { readBoard, readStanding, historyBackfillRemaining };
+/** The LeaderboardsStore reads, over the pool (index.ts composes them; applyProjection and buildWindowBoards are flows). */
+export const leaderboardReads = { readBoard, readStanding, projectionState };

@@ -7,7 +7,7 @@ import { batches } from "./batches.js";
 import { credits } from "./credits.js";
 import { isConnectionError, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
-import { leaderboards, windowBoards } from "./leaderboards.js";
+import { projection, windowBoards } from "./leaderboards.js";
 
 /** A client checked out of the pool (a transaction's), rather than the pool itself. */
 function isClient(db: Queryable): db is PgClient {
@@ -29,7 +29,7 @@ const events = {
 export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async"> {
   return {
     mode: "async",
-    ports: { accounts, batches, credits, auth, apiKeys, events, leaderboards, windowBoards },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards },
     transact: (work, options) => transaction(pool, work, options),
     read: (work) => work(pool),
     // Each batch commits alone (finalizeAttempt), so the pass itself holds no transaction: its

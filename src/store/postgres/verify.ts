@@ -51,18 +51,27 @@ export async function verifyLedger(db: Queryable): Promise<Violation[]> {
 const dayOf = (ms: string) => `(${ms} - ((${ms} % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS})`;
 
 /**
- * Invariant 5 (see the SQLite verify.ts), in SQL: only rows that disagree reach JavaScript. Each
- * board entry is what its contract's finalized transfers sent the address, each band counts its
- * entries, each address's received_daily adds up to its receivedCumulative, and each
- * received_daily row is what its contract's batches finalized that UTC day sent the address,
- * between the first and the last of their times (of the receipts that moved points).
+ * The batches the projection has applied (src/ledger/projection.ts): FINALIZED and off its queue.
+ * A CTE, so each check joins it (an anti-join with the queue once) instead of probing the queue per row.
+ */
+const APPLIED_SQL = `applied AS (SELECT b.seq, b.contract, b.point_type, b.finalized_at_ms FROM batches b
+  WHERE b.status = 'FINALIZED' AND NOT EXISTS (SELECT 1 FROM projection_queue q WHERE q.seq = b.seq))`;
+
+/**
+ * Invariant 5, the projection (see the SQLite verify.ts), in SQL: only rows that disagree reach
+ * JavaScript. It stands at through (every applied batch finalized at or before it, every queued
+ * one after it, and the queue holds only FINALIZED batches at their own times); each board entry
+ * is what its contract's applied transfers sent the address, each band counts its entries, each
+ * address's received_daily adds up to its applied receipts, and each received_daily row is what
+ * its contract's applied batches of that UTC day sent the address, between the first and the last
+ * of their times (of the receipts that moved points).
  */
 async function checkHistory(db: Queryable, violations: Violation[]): Promise<void> {
-  const { rows: backfill } = await db.query<{ left: string }>("SELECT count(*)::text AS left FROM history_backfill");
-  if (backfill[0]!.left !== "0") return;
+  await checkThrough(db, violations);
   const { rows } = await db.query<MismatchRow>(
-    `WITH finalized AS (SELECT b.contract, b.point_type, b.finalized_at_ms, t.to_address AS address, t.amount_units AS units
-                        FROM transfers t JOIN batches b ON b.seq = t.seq WHERE b.status = 'FINALIZED'),
+    `WITH ${APPLIED_SQL},
+          finalized AS (SELECT b.contract, b.point_type, b.finalized_at_ms, t.to_address AS address, t.amount_units AS units
+                        FROM transfers t JOIN applied b ON b.seq = t.seq),
           sent AS (SELECT contract, point_type, address, sum(units) AS units FROM finalized GROUP BY 1, 2, 3),
           received AS (SELECT address, point_type, sum(units) AS units FROM finalized GROUP BY 1, 2),
           day_sent AS (SELECT address, point_type, ${dayOf("finalized_at_ms")} AS day_ms, contract, sum(units) AS units,
@@ -107,19 +116,44 @@ async function checkHistory(db: Queryable, violations: Violation[]): Promise<voi
   }
 }
 
+/** The projection's through between the applied batches and the queued ones (invariant 5). */
+async function checkThrough(db: Queryable, violations: Violation[]): Promise<void> {
+  const { rows } = await db.query<{ batch: string; status: string | null; finalized_at_ms: string | null; through_ms: string }>(
+    `WITH ${APPLIED_SQL}, state AS (SELECT through_ms FROM projection_state WHERE id = 1)
+     SELECT coalesce(b.batch_id, 'seq ' || q.seq) AS batch, b.status, b.finalized_at_ms::text, s.through_ms::text
+       FROM projection_queue q CROSS JOIN state s LEFT JOIN batches b ON b.seq = q.seq
+       WHERE b.seq IS NULL OR b.status <> 'FINALIZED' OR b.finalized_at_ms <> q.finalized_at_ms OR q.finalized_at_ms <= s.through_ms
+     UNION ALL
+     SELECT b.batch_id, 'FINALIZED', a.finalized_at_ms::text, s.through_ms::text
+       FROM applied a CROSS JOIN state s JOIN batches b ON b.seq = a.seq WHERE a.finalized_at_ms > s.through_ms
+     ORDER BY 1`,
+  );
+  for (const row of rows) {
+    violations.push({
+      invariant: 5,
+      message: `batch ${row.batch} (${row.status ?? "missing"}, finalized at ${row.finalized_at_ms}) is on the wrong side of the projection's through (${row.through_ms})`,
+    });
+  }
+}
+
 /**
  * Window boards (invariant 5 too; see the SQLite verify.ts), in SQL: each kept one holds only
- * FINALIZED batches of its window, counts them, and its entries and bands are what those batches
- * sent each address. Keys name it as "window <from_ms> <to_ms> <contract> <point type>".
+ * applied FINALIZED batches of its window, counts them, and its entries and bands are what those
+ * batches sent each address; a ready one (read as exact at through) holds every applied batch of
+ * its window. Keys name it as "window <from_ms> <to_ms> <contract> <point type>".
  */
 async function checkWindowBoards(db: Queryable, violations: Violation[]): Promise<void> {
   const { rows } = await db.query<MismatchRow>(
-    `WITH kept AS (SELECT w.window_id, w.from_ms, w.to_ms, w.batches, bo.contract, bo.point_type,
+    `WITH ${APPLIED_SQL},
+          kept AS (SELECT w.window_id, w.state, w.from_ms, w.to_ms, w.batches, bo.contract, bo.point_type,
                           'window ' || w.from_ms || ' ' || w.to_ms || ' ' || bo.contract || ' ' || bo.point_type AS name
                    FROM window_boards w JOIN boards bo ON bo.board = w.board WHERE w.state <> 'dropping'),
-          held AS (SELECT k.name, x.seq, b.seq IS NOT NULL AND b.status = 'FINALIZED' AND b.contract = k.contract
+          held AS (SELECT k.name, x.seq, b.seq IS NOT NULL AND b.contract = k.contract
                             AND b.point_type = k.point_type AND b.finalized_at_ms >= k.from_ms AND b.finalized_at_ms < k.to_ms AS fits
-                   FROM kept k JOIN window_batches x ON x.window_id = k.window_id LEFT JOIN batches b ON b.seq = x.seq),
+                   FROM kept k JOIN window_batches x ON x.window_id = k.window_id LEFT JOIN applied b ON b.seq = x.seq),
+          ready AS (SELECT k.name, k.batches, (SELECT count(*) FROM applied b WHERE b.contract = k.contract AND b.point_type = k.point_type
+                            AND b.finalized_at_ms >= k.from_ms AND b.finalized_at_ms < k.to_ms) AS applied
+                    FROM kept k WHERE k.state = 'ready'),
           sent AS (SELECT k.name, t.to_address AS address, sum(t.amount_units) AS units
                    FROM kept k JOIN window_batches x ON x.window_id = k.window_id JOIN transfers t ON t.seq = x.seq
                    GROUP BY 1, 2 HAVING sum(t.amount_units) > 0),
@@ -128,8 +162,10 @@ async function checkWindowBoards(db: Queryable, violations: Violation[]): Promis
           counted AS (SELECT name, length(points_units::text) * 100 + substr(points_units::text, 1, 2)::int AS band, count(*) AS entries
                       FROM entries GROUP BY 1, 2),
           bands AS (SELECT k.name, bb.band, bb.entries FROM kept k JOIN window_bands bb ON bb.window_id = k.window_id WHERE bb.entries <> 0)
-     SELECT name || ' batch ' || seq AS key, 'held batch' AS label, 'held' AS stored, 'not a FINALIZED batch of the window' AS expected
+     SELECT name || ' batch ' || seq AS key, 'held batch' AS label, 'held' AS stored, 'not an applied FINALIZED batch of the window' AS expected
        FROM held WHERE NOT fits
+     UNION ALL
+     SELECT name, 'ready window board batches', batches::text, applied::text FROM ready WHERE batches <> applied
      UNION ALL
      SELECT k.name, 'window board batches', k.batches::text, count(x.seq)::text
        FROM kept k LEFT JOIN window_batches x ON x.window_id = k.window_id GROUP BY k.name, k.batches HAVING k.batches <> count(x.seq)

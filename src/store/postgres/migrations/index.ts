@@ -462,4 +462,36 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    // The read models become a projection applied after the finalization (src/ledger/projection.ts;
+    // the SQLite migration 17 does the same): the finalization writes one projection_queue row per
+    // batch instead of its transfers into the boards and received_daily. projection_state holds how
+    // far the projection has applied (through_ms) and the fence finalizations stamp after
+    // (fence_ms; a finalization reads it FOR SHARE, a pass raises it FOR UPDATE, so no batch
+    // commits at or before a through already answered). The boards, receipts and window boards are
+    // rebuilt by the projection: every FINALIZED batch is queued once here, which also replaces
+    // history_backfill. A window board remembers where the projection stood when it was asked for
+    // (built_through_ms): the window job adds the window's batches up to there, the passes the later
+    // ones; seen_finalized (the lag detector of version 14) has nothing left to detect.
+    version: 15,
+    name: "read_models_as_a_projection",
+    sql: `
+      CREATE TABLE projection_queue (
+        finalized_at_ms BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (finalized_at_ms, seq)
+      );
+      CREATE TABLE projection_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        through_ms BIGINT NOT NULL,
+        fence_ms BIGINT NOT NULL
+      );
+      INSERT INTO projection_state (id, through_ms, fence_ms) VALUES (1, 0, 0);
+      TRUNCATE board_entries, board_bands, received_daily, window_entries, window_bands, window_batches, window_boards;
+      UPDATE boards SET finalized_batches = 0;
+      ALTER TABLE window_boards ADD COLUMN built_through_ms BIGINT NOT NULL DEFAULT 0, DROP COLUMN seen_finalized;
+      INSERT INTO projection_queue (finalized_at_ms, seq) SELECT finalized_at_ms, seq FROM batches WHERE status = 'FINALIZED';
+      DROP TABLE history_backfill;
+    `,
+  },
 ];
