@@ -143,6 +143,9 @@ async function randomRun(store: LedgerStore, seed: number): Promise<Run> {
           expect(batch.finalizedAtMs).toBe(nowMs);
           model.finalize(batch.contract, batch.batchId, nowMs);
         }
+        // The projection paused, a step, or caught up: asOf answers the same from received_daily, the queue or both.
+        const projection = Math.floor(random() * 3);
+        if (projection > 0) await store.applyProjection(projection === 1 ? 1 + Math.floor(random() * 3) : 10_000, nowMs);
       }
     };
     await act();

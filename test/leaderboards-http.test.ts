@@ -12,6 +12,7 @@ import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { createMetrics } from "../src/metrics.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { Finalizer } from "../src/worker/finalize.js";
+import { ProjectionJob } from "../src/worker/projection.js";
 import { WindowBoardsJob } from "../src/worker/window-boards.js";
 import {
   TEST_ENV,
@@ -99,12 +100,18 @@ async function harness(open: () => Promise<Backend>): Promise<Harness> {
   };
   const app = await build({});
   const finalizer = new Finalizer(backend.store, clock, { intervalMs: 1000, batchesPerPass: 50 }, createMetrics(), app.log);
+  const projection = new ProjectionJob(backend.store, clock, {}, null, app.log);
   return {
     backend,
     clock,
     adminToken,
     send: injectSender(app),
-    finalizeDue: () => finalizer.runUntilIdle(),
+    // The finalizer, then the projection's run as of the same clock (as the worker's jobs do, one after the other).
+    finalizeDue: async () => {
+      const finalized = await finalizer.runUntilIdle();
+      await projection.runOnce();
+      return finalized;
+    },
     appWith: async (env) => {
       const other = await build(env);
       return { send: injectSender(other), close: () => other.close() };
@@ -126,6 +133,8 @@ type BoardBody = {
   entries: Entry[];
   cursor: string | null;
 };
+
+type BalancesBody = { balancesByPointType: Record<string, { receivedCumulative: string }> };
 
 /** Lowercase: the order of addresses within a rank (API.md: "ordered by address"). */
 const byAddress = (a: string, b: string) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1);
@@ -175,6 +184,8 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
     expect(response.status, response.text).toBe(200);
     return response.json as T;
   };
+  /** The through of an answer read right after the projection ran at the clock's time: that time. */
+  const throughNow = () => new Date(h.clock.now()).toISOString();
 
   it.skipIf(skip)(
     "ranks finalized transfers by points, most first; equal points share a rank (1, 2, 2, 4) ordered by address",
@@ -194,6 +205,7 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
       const [tie1, tie2] = [tieA, tieB].sort(byAddress);
       expect(okBody(await board(ledger.contract, "pointType=PHASE2_POINTS"))).toEqual({
         success: true,
+        through: throughNow(),
         pointType: "PHASE2_POINTS",
         from: null,
         to: null,
@@ -226,6 +238,7 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
       const [tie1] = [a, b].sort(byAddress);
       expect(okBody(await standing(ledger.contract, c, "pointType=PHASE2_POINTS"))).toEqual({
         success: true,
+        through: throughNow(),
         address: c,
         rank: 1,
         points: "7.25",
@@ -233,6 +246,7 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
       });
       expect(okBody(await standing(ledger.contract, tie1!.toLowerCase(), "pointType=PHASE2_POINTS"))).toEqual({
         success: true,
+        through: throughNow(),
         address: tie1,
         rank: 2,
         points: "2",
@@ -241,6 +255,7 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
       const stranger = randomAddress();
       expect(okBody(await standing(ledger.contract, stranger, "pointType=PHASE2_POINTS"))).toEqual({
         success: true,
+        through: throughNow(),
         address: stranger,
         rank: null,
         points: "0",
@@ -327,6 +342,7 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
     expect(second.cursor).toBeNull();
     expect(await window("from=2030-01-01")).toEqual({
       success: true,
+      through: throughNow(),
       pointType: "PHASE2_POINTS",
       from: "2030-01-01",
       to: null,
@@ -336,6 +352,7 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
     });
     expect(okBody(await standing(ledger.contract, early, `pointType=PHASE2_POINTS&from=${dayTwo}`))).toEqual({
       success: true,
+      through: throughNow(),
       address: early,
       rank: null,
       points: "0",
@@ -438,7 +455,7 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
         method: "GET",
         url: `/v1/contracts/${ledger.contract}/leaderboard/${winner}?pointType=PHASE2_POINTS`,
       });
-      expect(okBody(response)).toEqual({ success: true, address: winner, rank: 1, points: "3", participants: 1 });
+      expect(okBody(response)).toEqual({ success: true, address: winner, rank: 1, points: "3", participants: 1, through: throughNow() });
       expectError(await board(ledger.contract, "pointType=PHASE2_POINTS", "plt_not-a-token", open.send), 401, "UNAUTHORIZED");
       expect((await board(ledger.contract, "pointType=PHASE2_POINTS", ledger.token, open.send)).status).toBe(200);
     } finally {
@@ -557,44 +574,75 @@ describe.each(backends)("leaderboards and asOf over HTTP (%s)", (_name, open, sk
   });
 });
 
-describe.each(backends)("while history is being built (%s)", (_name, open, skip) => {
-  it.skipIf(skip)("leaderboards and asOf answer 503 with Retry-After, then serve once the backfill is done", async () => {
-    const h = await harness(open);
-    try {
-      const ledger = await addContract(h, { PHASE2_POINTS: "10" });
-      await h.backend.exec("INSERT INTO history_backfill (seq) VALUES (987654321)");
-      const asOf = new Date(h.clock.now()).toISOString();
-      const reads = [
-        `/v1/contracts/${ledger.contract}/leaderboard?pointType=PHASE2_POINTS`,
-        `/v1/contracts/${ledger.contract}/leaderboard/${randomAddress()}?pointType=PHASE2_POINTS`,
-        `/v1/contracts/${ledger.contract}/point-balances?asOf=${asOf}`,
-        `/v1/addresses/${ledger.contract}/point-balances?asOf=${asOf}`,
-      ];
-      for (const url of reads) {
-        const response = await h.send({ method: "GET", url, token: url.startsWith("/v1/addresses") ? h.adminToken : ledger.token });
-        expect(expectError(response, 503, "UNAVAILABLE").message).toMatch(/history is being built/);
-        expect(Number(response.headers["retry-after"])).toBeGreaterThan(0);
+describe.each(backends)("while the projection is behind (%s)", (_name, open, skip) => {
+  it.skipIf(skip)(
+    "leaderboards answer exactly as of their through, asOf balances count the batches not applied yet, and a snapshot past through is 503 until it catches up",
+    async () => {
+      const h = await harness(open);
+      try {
+        const ledger = await addContract(h, { PHASE2_POINTS: "10" });
+        const winner = randomAddress();
+        const put = await h.send({
+          method: "PUT",
+          url: `/v1/contracts/${ledger.contract}/batches/behind-1`,
+          token: ledger.token,
+          body: { pointType: "PHASE2_POINTS", transfers: [{ toAddress: winner, points: "3" }], secondsToFinalize: 1 },
+        });
+        expect(put.status, put.text).toBe(200);
+        h.clock.advance(1000);
+        const finalizedAt = new Date(h.clock.now()).toISOString();
+        // Finalized, not projected: the finalizer alone.
+        expect(
+          await new Finalizer(
+            h.backend.store,
+            h.clock,
+            { intervalMs: 1000, batchesPerPass: 50 },
+            null,
+            pino({ enabled: false }),
+          ).runUntilIdle(),
+        ).toBe(1);
+        h.clock.advance(120_000);
+        const read = async (url: string, token = ledger.token) => {
+          const response = await h.send({ method: "GET", url, token });
+          expect(response.status, response.text).toBe(200);
+          return response.json as { through: string; entries?: Entry[]; rank?: number | null; points?: string };
+        };
+        const boardUrl = `/v1/contracts/${ledger.contract}/leaderboard?pointType=PHASE2_POINTS`;
+        const standingUrl = `/v1/contracts/${ledger.contract}/leaderboard/${winner}?pointType=PHASE2_POINTS`;
+        const behind = await read(boardUrl);
+        expect(Date.parse(behind.through)).toBeLessThan(Date.parse(finalizedAt));
+        expect(behind.entries).toEqual([]);
+        expect(await read(standingUrl)).toMatchObject({ through: behind.through, rank: null, points: "0" });
+        // asOf is exact at every time: the queued batch counts from its finalizedAt on.
+        const asOf = (at: string) =>
+          h.send({ method: "GET", url: `/v1/addresses/${winner}/point-balances?asOf=${at}`, token: h.adminToken });
+        expect(((await asOf(finalizedAt)).json as BalancesBody).balancesByPointType.PHASE2_POINTS.receivedCumulative).toBe("3");
+        const before = new Date(Date.parse(finalizedAt) - 1).toISOString();
+        expect(((await asOf(before)).json as BalancesBody).balancesByPointType.PHASE2_POINTS.receivedCumulative).toBe("0");
+        // A snapshot as of a time after through would miss the batch's receipt page by page: 503 with Retry-After.
+        const snapshotAsOf = new Date(h.clock.now() - 60_000).toISOString();
+        const snapshot = () =>
+          h.send({
+            method: "PUT",
+            url: "/v1/admin/snapshots/while-behind",
+            token: h.adminToken,
+            body: { pointType: "PHASE2_POINTS", asOf: snapshotAsOf },
+          });
+        const refused = await snapshot();
+        expect(expectError(refused, 503, "UNAVAILABLE").message).toMatch(/still to apply/);
+        expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+        // Caught up: the board shows it, through past its finalizedAt, and the snapshot is taken.
+        await new ProjectionJob(h.backend.store, h.clock, {}, null, pino({ enabled: false })).runOnce();
+        const caughtUp = await read(boardUrl);
+        expect(Date.parse(caughtUp.through)).toBeGreaterThanOrEqual(Date.parse(finalizedAt));
+        expect(caughtUp.entries).toEqual([{ rank: 1, address: winner, points: "3" }]);
+        expect(await read(standingUrl)).toMatchObject({ through: caughtUp.through, rank: 1, points: "3" });
+        const taken = await snapshot();
+        expect(taken.status, taken.text).toBeLessThan(300);
+        expect(await h.backend.store.verify()).toEqual([]);
+      } finally {
+        await h.close();
       }
-      // A snapshot asOf a time would miss those batches' receipts too.
-      const past = new Date(h.clock.now() - 120_000).toISOString();
-      const snapshot = await h.send({
-        method: "PUT",
-        url: "/v1/admin/snapshots/while-building",
-        token: h.adminToken,
-        body: { pointType: "PHASE2_POINTS", asOf: past },
-      });
-      expect(expectError(snapshot, 503, "UNAVAILABLE").message).toMatch(/history is being built/);
-      // Balances without asOf never wait for history.
-      expect((await h.send({ method: "GET", url: `/v1/contracts/${ledger.contract}/point-balances`, token: ledger.token })).status).toBe(
-        200,
-      );
-      await h.backend.exec("DELETE FROM history_backfill");
-      for (const url of reads) {
-        const response = await h.send({ method: "GET", url, token: url.startsWith("/v1/addresses") ? h.adminToken : ledger.token });
-        expect(response.status, response.text).toBe(200);
-      }
-    } finally {
-      await h.close();
-    }
-  });
+    },
+  );
 });
