@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { bandUpperUnits, isAllTime, rankBandOf, utcDayOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
+import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
 import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
 import type { StoredBatch } from "../ports/batches.js";
