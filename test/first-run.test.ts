@@ -124,13 +124,15 @@ describe("pages that start the service", () => {
 });
 
 describe("files the pages' examples write", () => {
-  it("are all ignored by git", () => {
+  it("are all ignored by git, and so are the folders they make", () => {
     const written = new Set<string>();
     for (const page of pages) {
       for (const block of docBlocks(textOf(page)).filter(runnable)) {
         // `> file`, `>> file` (not `2>&1`, `=>`, `/dev/null`), `--out file` and curl's `-o file`.
         const targets = /(?<![=\d&>-])>>?\s*([A-Za-z0-9._][\w./-]*)|--out\s+([A-Za-z0-9._][\w./-]*)|\s-o\s+([A-Za-z0-9._][\w./-]*)/g;
         for (const match of block.text.matchAll(targets)) written.add(match[1] ?? match[2] ?? match[3]!);
+        // Folders made for what is written into them (`backups/` of docs/operations.md).
+        for (const match of block.text.matchAll(/^mkdir -p ([A-Za-z0-9._][\w./-]*)/gm)) written.add(`${match[1]!.replace(/\/$/, "")}/`);
       }
     }
     expect([...written]).toContain("admin-token");
