@@ -1,5 +1,5 @@
 import { measureCpu, type CpuUse } from "./cpu.js";
-import { listBatches, type Operator } from "./client.js";
+import { call, listBatches, type Operator } from "./client.js";
 import type { Cluster } from "./cluster.js";
 import { batchLoad, getLoad, type LoadResult } from "./load.js";
 import { pacedLoad, type PacedRequest } from "./paced.js";
@@ -18,6 +18,8 @@ export interface PhaseContext {
   dueLaterBodies: Buffer[];
   /** A unique tag for batchIds: a PostgreSQL database may keep batches from earlier runs. */
   runTag: string;
+  /** The point type of every batch: the leaderboard whose `through` the bench watches. */
+  pointType: string;
   log(message: string): void;
 }
 
@@ -27,6 +29,9 @@ const SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC = 5_000;
 const WAIT_SLACK_MS = 60_000;
 const FINALIZED = "points_transfers_finalized_total";
 const ACCEPTED = "points_transfers_accepted_total";
+const PROJECTED = "points_projection_transfers_total";
+/** How often the bench reads a leaderboard's `through` while it watches the projection. */
+const THROUGH_POLL_MS = 25;
 const SETTLE_INTERVAL_MS = 200;
 
 /** A counter once it stops moving (answers to requests in flight have landed); bounded. */
@@ -114,6 +119,7 @@ export type BalanceResult = Awaited<ReturnType<typeof balancePhase>>;
 export type DrainResult = Awaited<ReturnType<typeof drainPhase>>;
 export type HalfRateResult = Awaited<ReturnType<typeof halfRatePhase>>;
 export type MixedResult = Awaited<ReturnType<typeof mixedPhase>>;
+export type ProjectionCatchUp = Awaited<ReturnType<typeof projectionCatchUpPhase>>;
 
 export async function balancePhase(cluster: Cluster, ctx: PhaseContext) {
   const durationSec = Math.max(2, Math.ceil(ctx.durationSec / 2));
@@ -158,7 +164,66 @@ export async function drainPhase(cluster: Cluster, ctx: PhaseContext, backlogTra
     batches: stamps.length,
     passes: new Set(stamps).size,
     seconds,
+    lastFinalizedAtMs: last,
   };
+}
+
+/**
+ * The projection after the drain (src/worker/projection.ts steps aside while the finalizer drains
+ * a backlog): how many transfers it had applied when the drain ended, how fast it applies the
+ * rest (transfers per second of wall time, the server otherwise idle), and how long after the
+ * drain's last finalization it stood caught up, against how long the drain took.
+ */
+export async function projectionCatchUpPhase(cluster: Cluster, ctx: PhaseContext, drain: DrainResult) {
+  const finalized = await cluster.metric(FINALIZED);
+  const startedMs = Date.now();
+  const appliedAtStart = await cluster.metric(PROJECTED);
+  ctx.log(`projection catch-up: ${finalized - appliedAtStart} of ${finalized} finalized transfers to apply`);
+  await pollUntil(
+    "the projection to catch up",
+    async () => ((await cluster.metric(PROJECTED)) >= finalized ? true : undefined),
+    20,
+    Date.now() + (finalized / SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC) * 1000 + WAIT_SLACK_MS,
+  );
+  const endedMs = Date.now();
+  return {
+    appliedDuringDrain: appliedAtStart,
+    transfersPerSec: endedMs > startedMs ? ((finalized - appliedAtStart) * 1000) / (endedMs - startedMs) : null,
+    catchUpSeconds: (endedMs - drain.lastFinalizedAtMs) / 1000,
+    drainSeconds: drain.seconds,
+  };
+}
+
+/** A leaderboard's `through` read over and over until stop() says so: (when the bench read it, through), in ms. */
+function watchThrough(cluster: Cluster, ctx: PhaseContext): { stop(): Promise<[number, number][]> } {
+  const seen: [number, number][] = [];
+  let stopped = false;
+  const path = `/v1/contracts/${ctx.operator.contract}/leaderboard?pointType=${ctx.pointType}&limit=1`;
+  const loop = (async () => {
+    while (!stopped) {
+      const answer = await call<{ through: string }>(cluster.urls[0]!, "GET", path, ctx.token);
+      seen.push([Date.now(), Date.parse(answer.through)]);
+      await sleep(THROUGH_POLL_MS);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return seen;
+    },
+  };
+}
+
+/**
+ * Each batch's projection lag: from its finalizedAt to the first read whose `through` counted it
+ * (so at most THROUGH_POLL_MS and one read's time late); null for a batch no read counted.
+ */
+function projectionLags(finalizedAtMs: readonly number[], seen: readonly [number, number][]): (number | null)[] {
+  return finalizedAtMs.map((atMs) => {
+    const first = seen.find(([, throughMs]) => throughMs >= atMs);
+    return first === undefined ? null : Math.max(0, first[0] - atMs);
+  });
 }
 
 function pacedBatches(
@@ -210,6 +275,7 @@ export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainabl
   ctx.log(`mixed: ${rate.toFixed(1)} batches/s due after the minimum delay, for ${ctx.durationSec}s`);
   const startMs = Date.now() - 1;
   const finalizedBefore = await cluster.metric(FINALIZED);
+  const watcher = watchThrough(cluster, ctx);
   const result = await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-m`, ctx.dueSoonBodies);
   requireNoClientErrors("mixed", result);
   const expected = finalizedBefore + result.ok * ctx.transfersPerBatch;
@@ -219,8 +285,26 @@ export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainabl
     100,
     Date.now() + WAIT_SLACK_MS,
   );
+  const finalizedAtMs = await finalizedTimes(cluster.urls[0]!, ctx, `${ctx.runTag}-m`, startMs);
+  const lastMs = Math.max(...finalizedAtMs);
+  await pollUntil(
+    "the projection to count the mixed-phase batches",
+    async () => ((await cluster.metric(PROJECTED)) >= expected ? true : undefined),
+    THROUGH_POLL_MS,
+    Date.now() + WAIT_SLACK_MS,
+  );
+  await sleep(2 * THROUGH_POLL_MS);
+  const seen = await watcher.stop();
+  const projected = projectionLags(finalizedAtMs, seen);
+  const projectionLagsMs = projected.filter((lag): lag is number => lag !== null);
   const lagsMs = await finalizationLags(cluster.urls[0]!, ctx, `${ctx.runTag}-m`, startMs);
   return {
+    projectionLagP50Ms: quantile(projectionLagsMs, 0.5),
+    projectionLagP99Ms: quantile(projectionLagsMs, 0.99),
+    projectionLagMaxMs: quantile(projectionLagsMs, 1),
+    projectionUncounted: projected.length - projectionLagsMs.length,
+    throughReads: seen.length,
+    lastFinalizedAtMs: lastMs,
     batchesPerSec: result.ok / result.durationSec,
     putP50Ms: quantile(result.latenciesMs, 0.5),
     putP99Ms: quantile(result.latenciesMs, 0.99),
@@ -229,6 +313,13 @@ export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainabl
     lagMaxMs: quantile(lagsMs, 1),
     lagSamples: lagsMs.length,
   };
+}
+
+async function finalizedTimes(baseUrl: string, ctx: PhaseContext, prefix: string, afterMs: number): Promise<number[]> {
+  const batches = await listBatches(baseUrl, ctx.token, ctx.operator.contract, "FINALIZED", afterMs);
+  return batches
+    .filter((batch) => batch.finalizedAt !== null && batch.id.startsWith(prefix))
+    .map((batch) => Date.parse(batch.finalizedAt!));
 }
 
 async function finalizationLags(baseUrl: string, ctx: PhaseContext, prefix: string, afterMs: number): Promise<number[]> {

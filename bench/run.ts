@@ -12,7 +12,16 @@ import { startCluster } from "./cluster.js";
 import { runLeaderboardsBench } from "./leaderboards.js";
 import { parseLeaderboardsOptions, parseOptions, USAGE, type BenchOptions } from "./options.js";
 import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
-import { acceptPhase, balancePhase, drainPhase, halfRatePhase, mixedPhase, untilDue, type PhaseContext } from "./phases.js";
+import {
+  acceptPhase,
+  balancePhase,
+  drainPhase,
+  halfRatePhase,
+  mixedPhase,
+  projectionCatchUpPhase,
+  untilDue,
+  type PhaseContext,
+} from "./phases.js";
 import { CLI_PATH } from "./server-process.js";
 import { soakPhase } from "./soak.js";
 import { runSnapshotBench } from "./snapshot.js";
@@ -153,12 +162,22 @@ async function finalizeStart(run: Run, accept: Awaited<ReturnType<typeof acceptP
   });
   try {
     const drain = await drainPhase(cluster, ctx, accept.backlogTransfers, accept.startedAtMs);
+    const projection = await projectionCatchUpPhase(cluster, ctx, drain);
     const half = await halfRatePhase(cluster, ctx, accept.batchesPerSec, warmupSec(options));
     const balances = await balancePhase(cluster, ctx);
     const sustainable = sustainableTransfersPerSec(accept.transfersPerSec, drain.transfersPerSec);
     const mixed = await mixedPhase(cluster, ctx, sustainable / run.payload.transfersPerBatch);
     const soak = options.soakMinutes > 0 ? await soakPhase(cluster, ctx, options.soakMinutes, accept.batchesPerSec) : null;
-    return { drain, half, balances, mixed, soak, startupToReadyMs: cluster.services[0]!.startupToReadyMs, peakRssMb: await cluster.stop() };
+    return {
+      drain,
+      projection,
+      half,
+      balances,
+      mixed,
+      soak,
+      startupToReadyMs: cluster.services[0]!.startupToReadyMs,
+      peakRssMb: await cluster.stop(),
+    };
   } catch (error) {
     await cluster.stop();
     throw error;
@@ -184,6 +203,7 @@ function prepare(options: BenchOptions, dir: string, url: string): Run {
     dueLaterBodies: encodeBodies(payload, transfers, DEFAULTS.defaultFinalizeSeconds),
     // batchIds unique per run: a PostgreSQL database may keep batches of earlier runs.
     runTag: `b${Date.now().toString(36)}`,
+    pointType: BENCH_POINT_TYPE,
     log,
   };
   const ceilingUrl = options.db === "sqlite" ? `sqlite:${join(dir, "ceiling.db")}` : url;

@@ -1,6 +1,6 @@
 import { cpus, totalmem } from "node:os";
 import type { StorageCeilingResult } from "./storage-ceiling.js";
-import type { AcceptResult, BalanceResult, DrainResult, HalfRateResult, MixedResult } from "./phases.js";
+import type { AcceptResult, BalanceResult, DrainResult, HalfRateResult, MixedResult, ProjectionCatchUp } from "./phases.js";
 import type { SoakResult } from "./soak.js";
 import { round } from "./stats.js";
 
@@ -10,6 +10,7 @@ export interface RunFigures {
   storage: StorageCeilingResult;
   accept: AcceptResult;
   drain: DrainResult;
+  projection: ProjectionCatchUp;
   half: HalfRateResult;
   balances: BalanceResult;
   mixed: MixedResult;
@@ -42,6 +43,10 @@ export function summarize(f: RunFigures) {
     },
     transfersPerSecFinalized: f.drain.transfersPerSec === null ? null : round(f.drain.transfersPerSec),
     finalizationLagP99Ms: round(f.mixed.lagP99Ms),
+    // The read models' projection (src/worker/projection.ts): its lag in the mixed phase (finalizedAt to the first
+    // leaderboard read whose through counts the batch) and its rate catching up after the drain.
+    projectionLagP99Ms: round(f.mixed.projectionLagP99Ms),
+    transfersPerSecProjected: f.projection.transfersPerSec === null ? null : round(f.projection.transfersPerSec),
     balanceReadP99Ms: round(f.balances.p99Ms, 2),
     halfRateP99Ms: round(f.half.p99Ms, 1),
     peakRssMb: round(Math.max(f.peakRssMb.accept ?? 0, f.peakRssMb.finalize ?? 0), 1),
@@ -58,6 +63,15 @@ function details(f: RunFigures) {
     batchesPerSecAccepted: round(f.accept.batchesPerSec, 1),
     stageTransfersPerSec: { jsonParse: round(stages.jsonParse), schema: round(stages.schema), domain: round(stages.domain) },
     drain: { batches: f.drain.batches, passes: f.drain.passes, seconds: round(f.drain.seconds, 2) },
+    projection: {
+      appliedDuringDrain: f.projection.appliedDuringDrain,
+      catchUpSeconds: round(f.projection.catchUpSeconds, 2),
+      drainSeconds: round(f.projection.drainSeconds, 2),
+      mixedLagP50Ms: round(f.mixed.projectionLagP50Ms),
+      mixedLagMaxMs: round(f.mixed.projectionLagMaxMs),
+      mixedUncounted: f.mixed.projectionUncounted,
+      throughReads: f.mixed.throughReads,
+    },
     halfRate: { batchesPerSec: round(f.half.batchesPerSec, 1), p50Ms: round(f.half.p50Ms, 1) },
     sustainableTransfersPerSec: round(sustainableTransfersPerSec(f.accept.transfersPerSec, f.drain.transfersPerSec)),
     mixed: {

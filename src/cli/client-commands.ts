@@ -36,6 +36,7 @@ import {
   type LeaderboardEntry,
   type LeaderboardPage,
   WEBHOOK_DELIVERY_STATUSES,
+  throughText,
 } from "../client/index.js";
 import { formatPoints } from "../domain/points.js";
 import { parseAddress } from "../domain/address.js";
@@ -772,7 +773,7 @@ const leaderboard: ClientCommand = async (argv) => {
     const first = await client.leaderboardPage(query);
     if (!values.json) {
       console.log(
-        `leaderboard of ${client.contractAddress}, ${first.pointType}, ${windowText(first)}: ${first.participants} participant(s)`,
+        `leaderboard of ${client.contractAddress}, ${first.pointType}, ${windowText(first)}: ${first.participants} participant(s), ${throughText(first.through)}`,
       );
       console.log(boardHeader(first.participants));
     }
@@ -805,7 +806,7 @@ const rank: ClientCommand = async (argv) => {
     const standing = await client.rank(address, query);
     if (values.json) return printJson(standing);
     const place = standing.rank === null ? "not ranked" : `rank ${standing.rank} of ${standing.participants}`;
-    console.log(`${standing.address}: ${place}, ${standing.points} ${query.pointType}`);
+    console.log(`${standing.address}: ${place}, ${standing.points} ${query.pointType}, ${throughText(standing.through)}`);
     return 0;
   });
 };

@@ -21,6 +21,7 @@ export type {
   LeaderboardStanding,
   StandingQuery,
 } from "./leaderboards.js";
+export { throughText } from "./leaderboards.js";
 export type { ContractPage, ContractPageQuery, RegisteredContract } from "./contracts.js";
 export { TextDownload, type BalanceExportQuery, type ExportOptions, type TransferExportQuery } from "./exports.js";
 export type { Hash, Snapshot, SnapshotMeasure, SnapshotProof, SnapshotRequest, SnapshotTreeDump, TakenSnapshot } from "./snapshots.js";

@@ -39,6 +39,11 @@ export interface LeaderboardPage {
   to: string | null;
   /** How many addresses are ranked on the board (or in the window). */
   participants: number;
+  /**
+   * ISO time: every batch finalized at or before it is counted, each whole, and none after it
+   * (boards are kept after the finalization, within 1 s of it under normal load).
+   */
+  through: string;
   entries: LeaderboardEntry[];
   /** null: no more pages. */
   cursor: string | null;
@@ -54,6 +59,8 @@ export interface LeaderboardStanding {
   /** "0" when it has nothing on the board. */
   points: Points;
   participants: number;
+  /** As LeaderboardPage's. */
+  through: string;
 }
 
 /** A balance as it stood at `asOf`: the same figures, without byAsset. */
@@ -93,13 +100,25 @@ export function boardPageOf(body: LeaderboardPage): LeaderboardPage {
     from: body.from,
     to: body.to,
     participants: body.participants,
+    through: body.through,
     entries: body.entries,
     cursor: body.cursor,
   };
 }
 
 export function standingOf(body: LeaderboardStanding): LeaderboardStanding {
-  return { address: body.address, rank: body.rank, points: body.points, participants: body.participants };
+  return { address: body.address, rank: body.rank, points: body.points, participants: body.participants, through: body.through };
+}
+
+/**
+ * A board answer's `through` for people: "as of 12:00:03 UTC" on the day of `nowMs` (UTC), else
+ * "as of 2026-11-27 23:59:59 UTC". The CLI and the console print it beside every board and rank.
+ */
+export function throughText(through: string, nowMs: number = Date.now()): string {
+  const iso = new Date(through).toISOString();
+  const today = new Date(nowMs).toISOString().slice(0, 10);
+  const time = iso.slice(11, 19);
+  return iso.slice(0, 10) === today ? `as of ${time} UTC` : `as of ${iso.slice(0, 10)} ${time} UTC`;
 }
 
 /** Every entry of a board, reading page after page from `readPage` until the cursor is null (at most `maxPages`). */

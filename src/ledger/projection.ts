@@ -6,7 +6,7 @@ import type { LedgerDatabase } from "../store/ports/ledger.js";
 import type { ProjectionStep } from "../store/ports/leaderboards.js";
 import { inTransaction, io } from "./flow.js";
 
-const NOTHING: ProjectionStep = { applied: 0, transfers: 0, throughMs: null, finalizedAtMs: [] };
+const NOTHING: ProjectionStep = { applied: 0, transfers: 0, throughMs: null, finalizedAtMs: [], more: false };
 
 /**
  * One step of the projection (domain/projection.ts): the read models catch up with the
@@ -20,11 +20,12 @@ const NOTHING: ProjectionStep = { applied: 0, transfers: 0, throughMs: null, fin
  * Returns what the pass applied.
  */
 export async function applyProjection<Db>(database: LedgerDatabase<Db>, limit: number, nowMs: number): Promise<ProjectionStep> {
-  const cut = await inTransaction(database, function* (ports, db) {
+  const { cut, more } = await inTransaction(database, function* (ports, db) {
     const { throughMs, head } = yield* io(ports.projection.queueHead(db, limit + 1));
     const cutMs = projectionCut(head, limit, throughMs, nowMs);
     if (cutMs !== null) yield* io(ports.projection.raiseFence(db, cutMs));
-    return cutMs;
+    // A full head may go on past a tie it ended in: one step more finds out.
+    return { cut: cutMs, more: cutMs !== null && (head.length > limit || head.some((atMs) => atMs > cutMs)) };
   });
   if (cut === null) return NOTHING;
   return inTransaction(database, function* (ports, db) {
@@ -47,7 +48,7 @@ export async function applyProjection<Db>(database: LedgerDatabase<Db>, limit: n
     // a pass never ranks more (board, address) entries than its batches have transfers.
     assertInvariant(recipients <= transfers, `a pass ranked ${recipients} entries for ${transfers} transfers`);
     yield* io(ports.projection.advanceThrough(db, cut));
-    return { applied: queued.length, transfers, throughMs: cut, finalizedAtMs: queued.map(({ finalizedAtMs }) => finalizedAtMs) };
+    return { applied: queued.length, transfers, throughMs: cut, finalizedAtMs: queued.map(({ finalizedAtMs }) => finalizedAtMs), more };
   });
 }
 

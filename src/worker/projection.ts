@@ -3,10 +3,11 @@ import type { Clock } from "../clock.js";
 import { JobLoop } from "../job-loop.js";
 import {
   HISTORY_BACKFILL_MAX_STEPS,
-  HISTORY_BACKFILL_STEP_TARGET_MS,
   PROJECTION_INTERVAL_MS,
   PROJECTION_MAX_DEFER_MS,
+  PROJECTION_FIRST_STEP,
   PROJECTION_MAX_STEP,
+  PROJECTION_STEP_TARGET_MS,
 } from "../domain/limits.js";
 import type { Metrics } from "../metrics.js";
 import type { LeaderboardsStore } from "../store/store.js";
@@ -21,9 +22,10 @@ export interface ProjectionJobOptions {
 /**
  * The projection job (src/ledger/projection.ts): applies the finalized batches to the read models
  * in bounded steps, run in every process (on PostgreSQL one instance applies at a time; the
- * others' steps find the lock taken and apply nothing). Steps are sized like the other bounded
- * jobs' (HISTORY_BACKFILL_STEP_TARGET_MS: halved after a slow one, doubled after a quick one), from
- * PROJECTION_MAX_STEP down: a larger pass writes each distinct recipient once for more transfers.
+ * others' steps find the lock taken and apply nothing). Steps are sized to
+ * PROJECTION_STEP_TARGET_MS (halved after a slow one, doubled after a quick one, from
+ * PROJECTION_FIRST_STEP up to PROJECTION_MAX_STEP): a larger pass writes each distinct recipient
+ * once for more transfers.
  * While the finalizer drains a backlog the job steps aside (the finalization is the service's
  * job; `through` falls behind and every answer says so), taking one step every
  * PROJECTION_MAX_DEFER_MS so it never stops, and catches up once the finalizer is idle.
@@ -46,7 +48,7 @@ export class ProjectionJob {
     private readonly metrics: Metrics | null,
     private readonly log: FastifyBaseLogger,
   ) {
-    this.stepSize = this.maxStepSize;
+    this.stepSize = Math.min(PROJECTION_FIRST_STEP, this.maxStepSize);
   }
 
   private get intervalMs(): number {
@@ -72,10 +74,10 @@ export class ProjectionJob {
       const startedMs = performance.now();
       const step = await this.store.applyProjection(this.stepSize, this.clock.now());
       this.record(step.finalizedAtMs, step.transfers);
-      if (step.applied < this.stepSize) return false;
+      if (!step.more) return false;
       const tookMs = performance.now() - startedMs;
-      if (tookMs > HISTORY_BACKFILL_STEP_TARGET_MS) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
-      else if (tookMs < HISTORY_BACKFILL_STEP_TARGET_MS / 2) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
+      if (tookMs > PROJECTION_STEP_TARGET_MS) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
+      else if (tookMs < PROJECTION_STEP_TARGET_MS * 0.75) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return true;

@@ -115,6 +115,8 @@ export interface ProjectionStep {
   throughMs: number | null;
   /** The finalization times of the batches applied (for the lag histogram). */
   finalizedAtMs: number[];
+  /** Batches finalized after the step's through were queued when it cut: another step has work. */
+  more: boolean;
 }
 
 /** Balances as they stood at a time (each adapter's history.ts). */

@@ -105,7 +105,7 @@ function carriedTripleSet(prefix: string): string {
  */
 const PASS_SUMS_DDL = `CREATE TEMP TABLE IF NOT EXISTS pass_sums (
   board INTEGER NOT NULL,
-  address BLOB NOT NULL,
+  address TEXT NOT NULL,
   points_q INTEGER NOT NULL,
   points_w INTEGER NOT NULL,
   points_f INTEGER NOT NULL,
@@ -116,8 +116,16 @@ const PASS_SUMS_DDL = `CREATE TEMP TABLE IF NOT EXISTS pass_sums (
 
 const passTables = new WeakSet<SqliteDb>();
 
+/**
+ * pass_sums in memory (temp_store, set before the connection's first temporary table): the
+ * default keeps temporary tables in a file, which doubled the upsert's cost; keyed by the
+ * address's text as stored in transfers, converted to its 20 bytes once per recipient (measured,
+ * 96,000 transfers onto 32,000 recipients: 3.4 µs a transfer on file with bytes, 1.7 in memory
+ * with text).
+ */
 function ensurePassSums(db: SqliteDb): void {
   if (passTables.has(db)) return;
+  db.pragma("temp_store = MEMORY");
   db.exec(PASS_SUMS_DDL);
   passTables.add(db);
 }
@@ -171,20 +179,20 @@ function applyBatches(db: SqliteDb, queued: readonly QueuedBatch[], dayMs: numbe
     statement(
       db,
       `INSERT INTO pass_sums (board, address, points_q, points_w, points_f, first_at_ms, last_at_ms)
-       SELECT @board, unhex(substr(address, 3)), 0, w, f, @at, @at FROM (${TRANSFERS_SQL}) WHERE true
+       SELECT @board, address, 0, w, f, @at, @at FROM (${TRANSFERS_SQL}) WHERE true
        ON CONFLICT (board, address) DO UPDATE SET ${carriedSet("points")}, last_at_ms = excluded.last_at_ms`,
     ).run({ board, seq: BigInt(item.batch.seq), at: item.finalizedAtMs });
   }
   statement(
     db,
     `INSERT INTO board_entries (board, address, points_q, points_w, points_f)
-     SELECT board, address, points_q, points_w, points_f FROM pass_sums WHERE true
+     SELECT board, unhex(substr(address, 3)), points_q, points_w, points_f FROM pass_sums WHERE true
      ON CONFLICT (board, address) DO UPDATE SET ${carriedTripleSet("points")}`,
   ).run();
   statement(
     db,
     `INSERT INTO received_daily (address, board, day_ms, first_at_ms, last_at_ms, amount_q, amount_w, amount_f)
-     SELECT address, board, @dayMs, first_at_ms, last_at_ms, points_q, points_w, points_f FROM pass_sums WHERE true
+     SELECT unhex(substr(address, 3)), board, @dayMs, first_at_ms, last_at_ms, points_q, points_w, points_f FROM pass_sums WHERE true
      ON CONFLICT (address, board, day_ms) DO UPDATE SET ${carriedTripleSet("amount")},
        first_at_ms = min(first_at_ms, excluded.first_at_ms), last_at_ms = max(last_at_ms, excluded.last_at_ms)`,
   ).run({ dayMs });
@@ -210,7 +218,7 @@ function applyToWindows(db: SqliteDb, board: bigint, items: readonly QueuedBatch
     statement(
       db,
       `INSERT INTO window_entries (window_id, address, points_q, points_w, points_f)
-       SELECT @window, address, points_q, points_w, points_f FROM pass_sums WHERE board = @board
+       SELECT @window, unhex(substr(address, 3)), points_q, points_w, points_f FROM pass_sums WHERE board = @board
        ON CONFLICT (window_id, address) DO UPDATE SET ${carriedTripleSet("points")}`,
     ).run({ window, board });
     for (const { batch } of items)

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import type { PointsClient } from "../../../client/index.js";
+import { throughText, type PointsClient } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
 import { addressMessage } from "../../../domain/messages.js";
 import { useConsole, useLoad, useThrottled } from "../context.js";
@@ -120,7 +120,10 @@ function Board({ page, pages }: { page: BoardPage; pages: ReturnType<typeof useC
       <p data-testid="leaderboard-summary">
         <strong data-field="participants">{page.participants.toLocaleString("en")}</strong>{" "}
         {page.participants === 1 ? "participant" : "participants"} in {page.pointType}, {windowText(page.from, page.to)}
-        {first && page.entries.length > 0 && pages.hasPrevious ? ` · this page from rank ${first.rank}` : ""}.
+        {first && page.entries.length > 0 && pages.hasPrevious ? ` · this page from rank ${first.rank}` : ""}.{" "}
+        <span class="muted" data-field="through" title={`every batch finalized at or before ${page.through} is counted`}>
+          {throughText(page.through)}
+        </span>
       </p>
       {page.entries.length === 0 ? (
         <p class="muted" data-testid="leaderboard-empty">
@@ -216,7 +219,10 @@ function RankLine({ rank }: { rank: BoardRank }) {
           is <strong>rank {rank.rank}</strong> of {rank.participants.toLocaleString("en")}, with{" "}
           <span class="amount">{displayPoints(rank.points)}</span> points.
         </>
-      )}
+      )}{" "}
+      <span class="muted" data-field="through">
+        ({throughText(rank.through)})
+      </span>
     </p>
   );
 }
