@@ -134,7 +134,7 @@ type BoardBody = {
   cursor: string | null;
 };
 
-type BalancesBody = { balancesByPointType: Record<string, { receivedCumulative: string }> };
+type BalancesBody = { balancesByPointType: { PHASE2_POINTS: { receivedCumulative: string } } };
 
 /** Lowercase: the order of addresses within a rank (API.md: "ordered by address"). */
 const byAddress = (a: string, b: string) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1);

@@ -244,11 +244,6 @@ export const PROJECTION_MAX_DEFER_MS = 5_000;
 export const WINDOW_BOARDS_PER_BOARD = 8;
 export const WINDOW_BOARDS_INTERVAL_MS = 250;
 export const WINDOW_DROP_ENTRIES_PER_BATCH = 2_000;
-/**
- * How long before the reader's now a batch may have finalized and still be missing from a window
- * board that a read uses (API.md: a batch shows in the leaderboards within 1 s of its finalizedAt).
- */
-export const WINDOW_BOARD_LAG_MS = 1_000;
 
 /**
  * How far in the past `asOf` must be: every write stamped at or before it has committed by then

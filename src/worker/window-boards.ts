@@ -4,11 +4,12 @@ import { HISTORY_BACKFILL_MAX_STEP, WINDOW_BOARDS_INTERVAL_MS } from "../domain/
 import { BoundedStepsJob, type BoundedStepsJobOptions } from "./bounded-steps.js";
 
 /**
- * The window job: builds the window boards that reads asked for, adds the batches finalized in
- * their windows since, and drops the ones a board no longer keeps (src/store/ports/leaderboards.ts),
- * in bounded steps, run in every process (on PostgreSQL the steps of several processes take
- * different window boards: FOR UPDATE SKIP LOCKED). Reads never wait for it: while a window board
- * is not ready, or more than WINDOW_BOARD_LAG_MS behind, they read the window's batches.
+ * The window job: builds the window boards that reads asked for from the window's batches
+ * finalized before they were asked for (the projection adds the later ones), and drops the ones a
+ * board no longer keeps (src/store/ports/leaderboards.ts), in bounded steps, run in every process
+ * (on PostgreSQL the steps of several processes take different window boards: FOR UPDATE SKIP
+ * LOCKED). Reads never wait for it: while a window board is not ready, they read the window's
+ * batches finalized by the projection's through.
  */
 export class WindowBoardsJob extends BoundedStepsJob {
   constructor(
