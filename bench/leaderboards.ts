@@ -11,7 +11,7 @@ import { openStore } from "../src/ledger/open.js";
 import { takeSnapshot } from "../src/snapshots/snapshots.js";
 import type { HistoryStore, LeaderboardsStore } from "../src/store/ports/leaderboards.js";
 import type { LedgerStore } from "../src/store/store.js";
-import { HISTORY_BACKFILL_MAX_STEP } from "../src/domain/limits.js";
+import { HISTORY_BACKFILL_MAX_STEP, PROJECTION_MAX_STEP } from "../src/domain/limits.js";
 import { runBoundedSteps } from "../src/worker/bounded-steps.js";
 import type { LeaderboardsOptions } from "./options.js";
 import { createBenchSchema, type BenchSchema } from "./postgres-schema.js";
@@ -96,6 +96,9 @@ interface SeedFigures {
   submitTransfersPerSec: number;
   finalizeTransfersPerSec: number;
   finalizeSeconds: number;
+  /** The projection after each round of finalizations (the boards, windows and receipts its batches add). */
+  projectTransfersPerSec: number;
+  projectSeconds: number;
 }
 
 /** Recipients of batch k: every one of N is reached by the coverage batches spread over the span; the rest favour low indices. */
@@ -143,6 +146,7 @@ async function seed(store: Store, options: LeaderboardsOptions, contract: Addres
   const plan = planner(options, batches);
   let submitMs = 0;
   let finalizeMs = 0;
+  let projectMs = 0;
   const began = performance.now();
   let nextReport = 0;
   for (let k0 = 0; k0 < batches; k0 += BATCHES_PER_ROUND) {
@@ -187,12 +191,22 @@ async function seed(store: Store, options: LeaderboardsOptions, contract: Addres
     }
     finalizeMs += performance.now() - finalizeStarted;
     if (finalized !== k1 - k0) throw new Error(`round at batch ${k0}: finalized ${finalized} of ${k1 - k0}`);
+    // The read models after the finalization (src/ledger/projection.ts), in passes as large as the job's largest.
+    const projectStarted = performance.now();
+    let projected = 0;
+    for (let more = true; more;) {
+      const step = await store.applyProjection(PROJECTION_MAX_STEP, clockMs);
+      projected += step.applied;
+      more = step.more;
+    }
+    projectMs += performance.now() - projectStarted;
+    if (projected !== k1 - k0) throw new Error(`round at batch ${k0}: projected ${projected} of ${k1 - k0}`);
     tally.endMs = clockMs;
     if (k1 >= nextReport || k1 === batches) {
       nextReport += Math.ceil(batches / 20);
       const done = Math.min(options.transfers, k1 * TRANSFERS_PER_BATCH);
       log(
-        `seeded ${k1}/${batches} batches (${dayText(clockMs)}): submit ${round(done / (submitMs / 1000))}/s, finalize ${round(done / (finalizeMs / 1000))}/s, ${round((performance.now() - began) / 1000)} s`,
+        `seeded ${k1}/${batches} batches (${dayText(clockMs)}): submit ${round(done / (submitMs / 1000))}/s, finalize ${round(done / (finalizeMs / 1000))}/s, project ${round(done / (projectMs / 1000))}/s, ${round((performance.now() - began) / 1000)} s`,
       );
     }
   }
@@ -205,6 +219,8 @@ async function seed(store: Store, options: LeaderboardsOptions, contract: Addres
       submitTransfersPerSec: round(options.transfers / (submitMs / 1000)),
       finalizeTransfersPerSec: round(options.transfers / (finalizeMs / 1000)),
       finalizeSeconds: round(finalizeMs / 1000, 1),
+      projectTransfersPerSec: round(options.transfers / (projectMs / 1000)),
+      projectSeconds: round(projectMs / 1000, 1),
     },
   };
 }

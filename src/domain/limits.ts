@@ -234,6 +234,8 @@ export const PROJECTION_STEP_TARGET_MS = 300;
 export const PROJECTION_INTERVAL_MS = 250;
 export const PROJECTION_IDLE_ADVANCE_MS = 1_000;
 export const PROJECTION_MAX_DEFER_MS = 5_000;
+/** A batch due this long and still PENDING means the finalizers have a backlog (the projection defers to them). */
+export const PROJECTION_BACKLOG_DUE_MS = 1_000;
 
 /**
  * Window boards (src/store/ports/leaderboards.ts): how many a board keeps (a read of another

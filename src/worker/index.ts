@@ -58,7 +58,7 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
   const projection = new ProjectionJob(
     store,
     clock,
-    { finalizerDraining: () => finalize.isDraining },
+    { finalizerDraining: () => finalize.isDraining, nextFinalizeAtMs: () => store.nextFinalizeAtMs() },
     metrics,
     log.child({ job: "projection" }),
   );

@@ -5,6 +5,7 @@ import {
   HISTORY_BACKFILL_MAX_STEPS,
   PROJECTION_INTERVAL_MS,
   PROJECTION_MAX_DEFER_MS,
+  PROJECTION_BACKLOG_DUE_MS,
   PROJECTION_FIRST_STEP,
   PROJECTION_MAX_STEP,
   PROJECTION_STEP_TARGET_MS,
@@ -15,8 +16,14 @@ import type { LeaderboardsStore } from "../store/store.js";
 export interface ProjectionJobOptions {
   intervalMs?: number;
   maxStepSize?: number;
-  /** True while the finalizer drains a backlog: the projection then defers to it (at most PROJECTION_MAX_DEFER_MS between steps). */
+  /** True while this process's finalizer drains a backlog: the projection then defers to it (at most PROJECTION_MAX_DEFER_MS between steps). */
   finalizerDraining?: () => boolean;
+  /**
+   * The earliest finalizeAt of a batch still PENDING, from the database (any instance's): one due
+   * more than PROJECTION_BACKLOG_DUE_MS ago means a backlog some finalizer is draining, which the
+   * projection defers to as to its own process's.
+   */
+  nextFinalizeAtMs?: () => Promise<number | null>;
 }
 
 /**
@@ -70,7 +77,7 @@ export class ProjectionJob {
   /** Up to HISTORY_BACKFILL_MAX_STEPS steps; true when it stopped at that bound with batches left. */
   async runOnce(): Promise<boolean> {
     for (let steps = 0; steps < HISTORY_BACKFILL_MAX_STEPS; steps++) {
-      if (this.deferToFinalizer()) return false;
+      if (await this.deferToFinalizer()) return false;
       const startedMs = performance.now();
       const step = await this.store.applyProjection(this.stepSize, this.clock.now());
       this.record(step.finalizedAtMs, step.transfers);
@@ -83,9 +90,16 @@ export class ProjectionJob {
     return true;
   }
 
-  /** Whether to skip this step for the finalizer's backlog: yes, unless it has waited PROJECTION_MAX_DEFER_MS already. */
-  private deferToFinalizer(): boolean {
-    if (!this.options.finalizerDraining?.()) {
+  /** A backlog of due batches: this process's finalizer says so, or the database holds a batch due for a while. */
+  private async backlog(): Promise<boolean> {
+    if (this.options.finalizerDraining?.()) return true;
+    const nextMs = await this.options.nextFinalizeAtMs?.();
+    return nextMs !== undefined && nextMs !== null && nextMs <= this.clock.now() - PROJECTION_BACKLOG_DUE_MS;
+  }
+
+  /** Whether to skip this step for the finalizers' backlog: yes, unless it has waited PROJECTION_MAX_DEFER_MS already. */
+  private async deferToFinalizer(): Promise<boolean> {
+    if (!(await this.backlog())) {
       this.deferringSinceMs = null;
       return false;
     }
