@@ -77,11 +77,14 @@ export class ProjectionJob {
   /** Up to HISTORY_BACKFILL_MAX_STEPS steps; true when it stopped at that bound with batches left. */
   async runOnce(): Promise<boolean> {
     for (let steps = 0; steps < HISTORY_BACKFILL_MAX_STEPS; steps++) {
-      if (await this.deferToFinalizer()) return false;
+      const turn = await this.turn();
+      if (turn === "defer") return false;
       const startedMs = performance.now();
-      const step = await this.store.applyProjection(this.stepSize, this.clock.now());
+      // Beside a backlog, the one step it takes every PROJECTION_MAX_DEFER_MS is a small one.
+      const size = turn === "beside" ? Math.min(this.stepSize, PROJECTION_FIRST_STEP) : this.stepSize;
+      const step = await this.store.applyProjection(size, this.clock.now());
       this.record(step.finalizedAtMs, step.transfers);
-      if (!step.more) return false;
+      if (!step.more || turn === "beside") return false;
       const tookMs = performance.now() - startedMs;
       if (tookMs > PROJECTION_STEP_TARGET_MS) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
       else if (tookMs < PROJECTION_STEP_TARGET_MS * 0.75) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
@@ -97,17 +100,20 @@ export class ProjectionJob {
     return nextMs !== undefined && nextMs !== null && nextMs <= this.clock.now() - PROJECTION_BACKLOG_DUE_MS;
   }
 
-  /** Whether to skip this step for the finalizers' backlog: yes, unless it has waited PROJECTION_MAX_DEFER_MS already. */
-  private async deferToFinalizer(): Promise<boolean> {
+  /**
+   * Whether this step runs: "run" without a backlog; beside one, "defer" (skip it), unless the job
+   * has deferred PROJECTION_MAX_DEFER_MS already: then "beside", one small step.
+   */
+  private async turn(): Promise<"run" | "defer" | "beside"> {
     if (!(await this.backlog())) {
       this.deferringSinceMs = null;
-      return false;
+      return "run";
     }
     const nowMs = Date.now();
     this.deferringSinceMs ??= nowMs;
-    if (nowMs - this.deferringSinceMs < PROJECTION_MAX_DEFER_MS) return true;
+    if (nowMs - this.deferringSinceMs < PROJECTION_MAX_DEFER_MS) return "defer";
     this.deferringSinceMs = nowMs;
-    return false;
+    return "beside";
   }
 
   private record(finalizedAtMs: readonly number[], transfers: number): void {
