@@ -150,8 +150,16 @@ async function rows(page: Page): Promise<string[][]> {
     );
 }
 
+/** The text without its closing "as of 12:00:03 UTC" (the board's through, API.md), which it must end with. */
+function withoutThrough(text: string, wrapped = false): string {
+  const through = String.raw`as of (?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2} UTC`;
+  const match = new RegExp(`^(.*) ${wrapped ? `\\(${through}\\)` : through}$`).exec(text);
+  expect(match, `"${text}" ends with the board's through`).not.toBeNull();
+  return match![1]!;
+}
+
 async function summary(page: Page): Promise<string> {
-  return page.getByTestId("leaderboard-summary").innerText();
+  return withoutThrough(await page.getByTestId("leaderboard-summary").innerText());
 }
 
 describe.skipIf(!HAVE_CHROMIUM)("the console's leaderboard in Chromium", () => {
@@ -245,12 +253,12 @@ describe.skipIf(!HAVE_CHROMIUM)("the console's leaderboard in Chromium", () => {
     await page.getByRole("button", { name: "Find rank" }).click();
     const result = page.getByTestId("rank-result");
     await result.filter({ hasText: TOP[2]!.address }).waitFor({ timeout: WAIT_MS });
-    expect(await result.innerText()).toBe(`${TOP[2]!.address} is rank 2 of ${PARTICIPANTS}, with 50 points.`);
+    expect(withoutThrough(await result.innerText(), true)).toBe(`${TOP[2]!.address} is rank 2 of ${PARTICIPANTS}, with 50 points.`);
 
     await page.getByLabel("Find an address on this board").fill(PENDING_RECIPIENT);
     await page.getByRole("button", { name: "Find rank" }).click();
     await result.filter({ hasText: PENDING_RECIPIENT }).waitFor({ timeout: WAIT_MS });
-    expect(await result.innerText()).toBe(
+    expect(withoutThrough(await result.innerText(), true)).toBe(
       `${PENDING_RECIPIENT} is not ranked in this window: no finalized transfer from this contract reached it.`,
     );
     expect(await result.getAttribute("data-rank")).toBe("none");

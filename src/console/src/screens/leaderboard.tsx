@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { throughText, type PointsClient } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
 import { addressMessage } from "../../../domain/messages.js";
@@ -25,6 +25,30 @@ function useBoardVersion(): number {
   return useThrottled(useConsole().ledgerVersion, BOARD_RELOAD_MS);
 }
 
+/** How often, and how many times, a board answered as of a time before the live feed's last change is read again. */
+const THROUGH_RETRY_MS = 400;
+const THROUGH_RETRIES = 8;
+
+/**
+ * Boards are kept just after the finalization (their `through`), so a reload on a batch.finalized
+ * event may come before the batch is counted: while the answer's through is earlier than the
+ * moment the feed changed, read again shortly, a bounded number of times.
+ */
+function useThroughCatchUp(board: { data: { through: string } | null; reload(): void }, version: number): void {
+  const changed = useRef({ version, atMs: Date.now(), retries: 0 });
+  if (changed.current.version !== version) changed.current = { version, atMs: Date.now(), retries: 0 };
+  const through = board.data?.through;
+  useEffect(() => {
+    const state = changed.current;
+    if (through === undefined || Date.parse(through) >= state.atMs || state.retries >= THROUGH_RETRIES) return;
+    const timer = setTimeout(() => {
+      state.retries++;
+      board.reload();
+    }, THROUGH_RETRY_MS);
+    return () => clearTimeout(timer);
+  }, [through, version]);
+}
+
 /**
  * Where this contract's recipients stand: the addresses its finalized transfers reached, ranked by
  * the points it sent them, for one point type over a window of whole UTC days. It reloads with the
@@ -45,6 +69,7 @@ export function Leaderboard() {
     async () => (days === null ? null : client.leaderboardPage({ pointType, ...days, limit: PAGE_SIZE, cursor })),
     [pointType, windowKey(days), cursor, version],
   );
+  useThroughCatchUp(board, version);
   const change = (next: () => void) => {
     next();
     pages.reset();
@@ -54,7 +79,7 @@ export function Leaderboard() {
       <h1 id="leaderboard-title">Leaderboard</h1>
       <p class="muted">
         The addresses this contract's finalized transfers reached, ranked by the points it sent them. Equal points share a rank. Windows are
-        whole UTC days; a batch counts here within a second of finalizing.
+        whole UTC days; a batch counts here within about a second of finalizing, and the board says up to when it counts them ("as of").
       </p>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="Board">
         <label>
@@ -177,6 +202,7 @@ function RankSearch({ pointType, days }: { pointType: string; days: BoardDays })
     async () => (address === null ? null : client.rank(address, { pointType, ...days })),
     [address, pointType, windowKey(days), version],
   );
+  useThroughCatchUp(rank, version);
   const find = (event: Event) => {
     event.preventDefault();
     const key = parseAddress(draft.trim());
