@@ -41,6 +41,16 @@ export function isAllTime(window: DayWindow): boolean {
   return window.fromMs === null && window.toMs === null;
 }
 
+/** A window's bounds as window boards keep them and reads bind them: no `from` is Number.MIN_SAFE_INTEGER, no `to` MAX_SAFE_INTEGER. */
+export interface WindowBounds {
+  fromMs: number;
+  toMs: number;
+}
+
+export function windowBoundsOf(window: DayWindow): WindowBounds {
+  return { fromMs: window.fromMs ?? Number.MIN_SAFE_INTEGER, toMs: window.toMs ?? Number.MAX_SAFE_INTEGER };
+}
+
 /** Whether a transfer finalized at `finalizedAtMs` counts in `window`. */
 export function inWindow(window: DayWindow, finalizedAtMs: number): boolean {
   return (window.fromMs === null || finalizedAtMs >= window.fromMs) && (window.toMs === null || finalizedAtMs < window.toMs);
@@ -49,10 +59,12 @@ export function inWindow(window: DayWindow, finalizedAtMs: number): boolean {
 /**
  * The rank band of an amount (units > 0): its number of decimal digits × 100 plus its first two
  * digits (one digit: that digit). Monotonic: more units never has a lower band. Each board keeps
- * how many entries each band holds (board_bands), kept in the finalization's transaction, so
+ * how many entries each band holds (board_bands), kept with the entries by the projection, so
  * an address's rank is the entries of the bands above it plus a count inside its own band: a
  * few hundred band rows and one band's index range, never the whole board. The adapters compute the
- * same in SQL (SQLite: of the q/w/f triple's decimal text; PostgreSQL: of numeric's text).
+ * same in SQL, each in one place (SQLite: its migrations' rankBand, of the q/w/f triple's decimal
+ * text, in the bands' triggers; PostgreSQL: leaderboards.ts rankBandSql, of numeric's text), pinned
+ * to this function by test/leaderboard-bands.test.ts over random amounts.
  */
 export function rankBandOf(units: bigint): number {
   const digits = units.toString();

@@ -21,10 +21,8 @@ import { toUnits, type Queryable } from "./db.js";
  * long at 10,000,000 transfers): the days whose last receipt was by then count whole; a day whose
  * receipts straddle the time (first ≤ asOf < last: only asOf's own day can) is read from that
  * day's batches of its contract (batches_finalized), by a subquery that runs for those rows only,
- * on the shorter side of asOf: the address's transfers in those finalized from the day's first
- * receipt to asOf, or the day's amount less those after asOf to its last receipt (every batch of
- * the contract finalized in [first, last] lies in that day). Each batch read costs its transfers,
- * so this reads the batches of one side only.
+ * on the shorter side of asOf (domain/history.ts straddlingDayRead, in SQL: straddlingReadSql).
+ * Each batch read costs its transfers, so this reads the batches of one side only.
  *
  * The batches finalized by then that the projection has not applied yet (projection_queue) are
  * added from their own transfers (a scan of each queued batch's: the queue is short under normal
@@ -38,6 +36,29 @@ const partialReceiptsSql = (from: string, to: string) => `(
              WHERE b.contract = d.contract AND b.point_type = d.point_type AND b.status = 'FINALIZED'
                AND b.finalized_at_ms BETWEEN ${from} AND ${to} AND t.to_address = d.address)`;
 
+/**
+ * domain/history.ts straddlingDayRead of a received_daily row `d` (first_at_ms, last_at_ms) at
+ * asOf, in SQL: `before` is true when it reads the receipts of [before.from, before.to], false
+ * when those of [after.from, after.to] (test/history-rules.test.ts pins the two).
+ */
+export function straddlingReadSql(d: string, asOf: string) {
+  return {
+    before: `${asOf} - ${d}.first_at_ms <= ${d}.last_at_ms - ${asOf}`,
+    beforeRange: { from: `${d}.first_at_ms`, to: asOf },
+    afterRange: { from: `${asOf} + 1`, to: `${d}.last_at_ms` },
+  };
+}
+
+/**
+ * domain/history.ts batchStateAsOf of a batch's finalized and cancelled times (NULL: never) at
+ * asOf, in SQL: 'finalized', 'cancelled' or 'pending' (test/history-rules.test.ts pins the two).
+ */
+export const batchStateSql = (finalizedAt: string, cancelledAt: string, asOf: string) =>
+  `CASE WHEN ${finalizedAt} <= ${asOf} THEN 'finalized' WHEN ${cancelledAt} <= ${asOf} THEN 'cancelled' ELSE 'pending' END`;
+
+const STRADDLING = straddlingReadSql("d", "$4");
+const BATCH_STATE = batchStateSql("finalized_at_ms", "cancelled_at_ms", "$4");
+
 const BALANCES_AS_OF_SQL = `
   SELECT address, point_type, sum(earned) AS earned, sum(received) AS received,
          sum(finalized_sent) AS finalized_sent, sum(pending) AS pending
@@ -47,8 +68,8 @@ const BALANCES_AS_OF_SQL = `
     UNION ALL
     SELECT d.address, d.point_type, 0,
            sum(CASE WHEN d.last_at_ms <= $4 THEN d.amount_units
-                    WHEN $4 - d.first_at_ms <= d.last_at_ms - $4 THEN ${partialReceiptsSql("d.first_at_ms", "$4")}
-                    ELSE d.amount_units - ${partialReceiptsSql("$4 + 1", "d.last_at_ms")} END),
+                    WHEN ${STRADDLING.before} THEN ${partialReceiptsSql(STRADDLING.beforeRange.from, STRADDLING.beforeRange.to)}
+                    ELSE d.amount_units - ${partialReceiptsSql(STRADDLING.afterRange.from, STRADDLING.afterRange.to)} END),
            0, 0
     FROM received_daily d
     WHERE d.address BETWEEN $1 AND $2 AND d.point_type = ANY($3::text[]) AND d.first_at_ms <= $4
@@ -61,9 +82,8 @@ const BALANCES_AS_OF_SQL = `
     UNION ALL
     SELECT contract, point_type, 0,
            0,
-           CASE WHEN finalized_at_ms <= $4 THEN total_units ELSE 0 END,
-           CASE WHEN (finalized_at_ms IS NULL OR finalized_at_ms > $4) AND (cancelled_at_ms IS NULL OR cancelled_at_ms > $4)
-                THEN total_units ELSE 0 END
+           CASE ${BATCH_STATE} WHEN 'finalized' THEN total_units ELSE 0 END,
+           CASE ${BATCH_STATE} WHEN 'pending' THEN total_units ELSE 0 END
     FROM batches WHERE contract BETWEEN $1 AND $2 AND point_type = ANY($3::text[]) AND created_at_ms <= $4
   ) AS history
   GROUP BY address, point_type

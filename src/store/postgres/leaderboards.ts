@@ -44,8 +44,12 @@ import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./d
 const RECIPIENTS_SQL = `SELECT to_address AS address, sum(amount_units) AS units
    FROM transfers WHERE seq = $1 GROUP BY to_address HAVING sum(amount_units) > 0`;
 
-/** domain/leaderboard.ts rankBandOf of a NUMERIC(40,0) amount: its digits × 100 plus its first two digits. */
-function bandSql(units: string): string {
+/**
+ * domain/leaderboard.ts rankBandOf of a NUMERIC(40,0) amount (> 0): its digits × 100 plus its
+ * first two digits. The one SQL form of the rule in this adapter (the passes' bands, verify.ts),
+ * pinned to rankBandOf by test/leaderboard-bands.test.ts.
+ */
+export function rankBandSql(units: string): string {
   return `(length(${units}::text) * 100 + left(${units}::text, 2)::int)`;
 }
 
@@ -93,8 +97,8 @@ function rankSql({ entries, bands, key }: BoardTables, recipients: string): stri
            ),
            delta AS (
              SELECT k, band, sum(n) AS n FROM (
-               SELECT k, ${bandSql("now_units")} AS band, 1 AS n FROM moved
-               UNION ALL SELECT k, ${bandSql("was_units")}, -1 FROM moved WHERE was_units > 0
+               SELECT k, ${rankBandSql("now_units")} AS band, 1 AS n FROM moved
+               UNION ALL SELECT k, ${rankBandSql("was_units")}, -1 FROM moved WHERE was_units > 0
              ) changes
              GROUP BY k, band HAVING sum(n) <> 0
            ),

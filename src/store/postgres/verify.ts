@@ -3,6 +3,7 @@ import { formatPoints } from "../../domain/points.js";
 import type { Violation } from "../store.js";
 import { AVAILABLE_SQL } from "./accounts.js";
 import type { Queryable } from "./db.js";
+import { rankBandSql } from "./leaderboards.js";
 
 /**
  * Per (address, pointType), what the records say each account field must be. NUMERIC sums are
@@ -81,7 +82,7 @@ async function checkHistory(db: Queryable, violations: Violation[]): Promise<voi
           entries AS (SELECT bo.contract, bo.point_type, '0x' || encode(e.address, 'hex') AS address, e.points_units
                       FROM board_entries e JOIN boards bo ON bo.board = e.board),
           history AS (SELECT address, point_type, sum(amount_units) AS units FROM received_daily GROUP BY 1, 2),
-          counted AS (SELECT contract, point_type, length(points_units::text) * 100 + substr(points_units::text, 1, 2)::int AS band,
+          counted AS (SELECT contract, point_type, ${rankBandSql("points_units")} AS band,
                              count(*) AS entries FROM entries GROUP BY 1, 2, 3),
           bands AS (SELECT bo.contract, bo.point_type, bb.band, bb.entries
                     FROM board_bands bb JOIN boards bo ON bo.board = bb.board WHERE bb.entries <> 0)
@@ -159,7 +160,7 @@ async function checkWindowBoards(db: Queryable, violations: Violation[]): Promis
                    GROUP BY 1, 2 HAVING sum(t.amount_units) > 0),
           entries AS (SELECT k.name, '0x' || encode(e.address, 'hex') AS address, e.points_units
                       FROM kept k JOIN window_entries e ON e.window_id = k.window_id),
-          counted AS (SELECT name, length(points_units::text) * 100 + substr(points_units::text, 1, 2)::int AS band, count(*) AS entries
+          counted AS (SELECT name, ${rankBandSql("points_units")} AS band, count(*) AS entries
                       FROM entries GROUP BY 1, 2),
           bands AS (SELECT k.name, bb.band, bb.entries FROM kept k JOIN window_bands bb ON bb.window_id = k.window_id WHERE bb.entries <> 0)
      SELECT name || ' batch ' || seq AS key, 'held batch' AS label, 'held' AS stored, 'not an applied FINALIZED batch of the window' AS expected

@@ -1,8 +1,9 @@
 import { ZERO_BALANCE, type Balance } from "../../domain/balance.js";
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
+import { straddlingDayRead, straddlingDayUnits, type BatchStateAsOf } from "../../domain/history.js";
 import type { BalanceAsOf, HistoryReadPort, HistoryStore } from "../ports/leaderboards.js";
-import { fromTriple, statement, type SqliteDb } from "./db.js";
+import { fromTriple, statement, toNumber, type SqliteDb } from "./db.js";
 import { ADDRESS_TEXT, addressBytes } from "./leaderboards.js";
 
 /**
@@ -39,9 +40,8 @@ const creditsSql = (range: Range["kind"]) =>
 // received_daily (keyed by the address's 20 bytes and the board): the days whose last receipt was
 // by then count whole; a day whose receipts straddle the time (first ≤ asOf < last: only asOf's
 // own day can) is read from that day's batches of its board (PARTIAL_RECEIPTS_SQL), on the
-// shorter side of asOf: its receipts from the first to asOf, or the day's amount less those after
-// asOf to the last (every batch finalized in [first, last] of its board lies in that day). The
-// scan reads each batch's transfers, so it costs the batches of the side it reads.
+// shorter side of asOf (domain/history.ts straddlingDayRead). The scan reads each batch's
+// transfers, so it costs the batches of the side it reads.
 const RECEIPTS_RANGE_SQL = {
   one: "r.address = @lowBytes",
   between: "r.address BETWEEN @lowBytes AND @highBytes",
@@ -75,19 +75,17 @@ interface StraddlingDay {
   amount_f: bigint;
 }
 
-/** A straddling day's receipts by asOfMs, read on the shorter side of it (see received_daily above). */
-function straddlingDayUnits(db: SqliteDb, day: StraddlingDay, asOfMs: number): bigint {
-  const asOf = BigInt(asOfMs);
-  const before = asOf - day.first_at_ms <= day.last_at_ms - asOf;
+/** A straddling day's receipts by asOfMs, read on the side domain/history.ts straddlingDayRead picks. */
+function readStraddlingDay(db: SqliteDb, day: StraddlingDay, asOfMs: number): bigint {
+  const read = straddlingDayRead(toNumber(day.first_at_ms), toNumber(day.last_at_ms), asOfMs);
   const sums = statement(db, PARTIAL_RECEIPTS_SQL).get({
     contract: day.contract,
     pointType: day.point_type,
     address: day.address,
-    from: before ? day.first_at_ms : asOf + 1n,
-    to: before ? asOf : day.last_at_ms,
+    from: read.fromMs,
+    to: read.toMs,
   }) as Limbs;
-  const part = unitsOf(sums);
-  return before ? part : fromTriple(day.amount_q, day.amount_w, day.amount_f) - part;
+  return straddlingDayUnits(read, fromTriple(day.amount_q, day.amount_w, day.amount_f), unitsOf(sums));
 }
 
 // The batches finalized by then that the projection has not applied yet (projection_queue: all
@@ -100,11 +98,17 @@ const queuedReceiptsSql = (range: Range["kind"]) =>
    WHERE q.finalized_at_ms <= @asOf AND ${RANGE_SQL[range]("t.to_address")}
    GROUP BY t.to_address, b.point_type`;
 
-// A batch created by then is finalized (F), cancelled (C) or still pending (P) as of then.
+/**
+ * domain/history.ts batchStateAsOf of a batch's finalized and cancelled times (NULL: never) at
+ * asOf, in SQL: 'finalized', 'cancelled' or 'pending' (test/history-rules.test.ts pins the two).
+ */
+export const batchStateSql = (finalizedAt: string, cancelledAt: string, asOf: string) =>
+  `CASE WHEN ${finalizedAt} <= ${asOf} THEN 'finalized' WHEN ${cancelledAt} <= ${asOf} THEN 'cancelled' ELSE 'pending' END`;
+
+// A batch created by then, summed by where it stood then (batchStateSql).
 // INDEXED BY: the partial indexes that also lead with contract hold only some batches.
 const sentSql = (range: Range["kind"]) =>
-  `SELECT contract AS address, point_type,
-     CASE WHEN finalized_at_ms <= @asOf THEN 'F' WHEN cancelled_at_ms <= @asOf THEN 'C' ELSE 'P' END AS state,
+  `SELECT contract AS address, point_type, ${batchStateSql("finalized_at_ms", "cancelled_at_ms", "@asOf")} AS state,
      ${LIMB_SUMS("total_w", "total_f")}
    FROM batches INDEXED BY batches_listing WHERE ${RANGE_SQL[range]("contract")} AND created_at_ms <= @asOf
    GROUP BY contract, point_type, state`;
@@ -151,14 +155,14 @@ function balancesInRange(db: SqliteDb, pointTypes: ReadonlySet<string>, range: R
     add(row.address, row.point_type, "receivedCumulative", unitsOf(row, row.q));
   }
   for (const day of statement(db, straddlingDaysSql(range.kind)).all(params) as StraddlingDay[]) {
-    add(day.address, day.point_type, "receivedCumulative", straddlingDayUnits(db, day, asOfMs));
+    add(day.address, day.point_type, "receivedCumulative", readStraddlingDay(db, day, asOfMs));
   }
   for (const row of statement(db, queuedReceiptsSql(range.kind)).all(params) as LimbSums[]) {
     add(row.address, row.point_type, "receivedCumulative", unitsOf(row));
   }
-  for (const row of statement(db, sentSql(range.kind)).all(params) as (LimbSums & { state: "F" | "C" | "P" })[]) {
-    if (row.state === "F") add(row.address, row.point_type, "finalizedSentCumulative", unitsOf(row));
-    else if (row.state === "P") add(row.address, row.point_type, "pendingSent", unitsOf(row));
+  for (const row of statement(db, sentSql(range.kind)).all(params) as (LimbSums & { state: BatchStateAsOf })[]) {
+    if (row.state === "finalized") add(row.address, row.point_type, "finalizedSentCumulative", unitsOf(row));
+    else if (row.state === "pending") add(row.address, row.point_type, "pendingSent", unitsOf(row));
   }
   return balances;
 }
