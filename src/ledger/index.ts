@@ -1,22 +1,25 @@
 import { SYSTEM_ACTOR } from "../domain/api-keys.js";
+import type { LeaderboardReads } from "../store/ports/leaderboards.js";
 import type { LedgerDatabase } from "../store/ports/ledger.js";
 import type { LedgerOperations } from "../store/store.js";
 import { createApiKey, revokeApiKey } from "./api-keys.js";
 import { cancelBatch } from "./cancel.js";
 import { credit } from "./credit.js";
 import { finalizeDue } from "./finalize.js";
+import { readBoard, readStanding } from "./leaderboards.js";
 import { applyProjection, buildWindowBoards } from "./projection.js";
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
- * submit, cancel, finalize, credit, operator change and API keys. Adapters supply the database; each
+ * submit, cancel, finalize, credit, operator change and API keys, the projection's steps, and the
+ * leaderboard reads (over `boards`, ./leaderboards.ts). Adapters supply the database; each
  * operation begins, reads, decides (src/domain/transitions.ts), writes, appends its events and
  * commits here. Each takes who acts; the store's callers that name no one (tools, tests) act as
  * the service itself. The HTTP routes and the CLI always name the actor.
  */
-export function ledgerOperations<Db>(database: LedgerDatabase<Db>): LedgerOperations {
+export function ledgerOperations<Db, ReadDb>(database: LedgerDatabase<Db>, boards: LeaderboardReads<ReadDb>): LedgerOperations {
   return {
     submitBatch: async (batch, submittedBy = SYSTEM_ACTOR) => submitBatch(database, batch, submittedBy),
     cancelBatch: async (contract, batchId, nowMs, cancelledBy = SYSTEM_ACTOR) =>
@@ -28,5 +31,7 @@ export function ledgerOperations<Db>(database: LedgerDatabase<Db>): LedgerOperat
     revokeApiKey: async (contract, id, nowMs, actor = SYSTEM_ACTOR) => revokeApiKey(database, contract, id, nowMs, actor),
     applyProjection: async (limit, nowMs) => applyProjection(database, limit, nowMs),
     buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
+    readBoard: async (query) => readBoard(boards, query),
+    readStanding: async (contract, pointType, window, address, nowMs) => readStanding(boards, contract, pointType, window, address, nowMs),
   };
 }

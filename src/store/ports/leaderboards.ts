@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { Balance } from "../../domain/balance.js";
 import type { PointType } from "../../domain/batch.js";
-import type { BoardRow, DayWindow } from "../../domain/leaderboard.js";
+import type { BoardRow, DayWindow, WindowBounds } from "../../domain/leaderboard.js";
 import type { StoredBatch } from "./batches.js";
 import type { Io, Out } from "./io.js";
 
@@ -192,6 +192,95 @@ export interface WindowBoardsPort<Db, out M extends Io = Io> {
   /** Deletes up to `limit` entries of a dropped window board, and the board itself (batches, bands, row) once none is left; how many entries it deleted. */
   dropWindowEntries(db: Db, window: number, limit: number): Out<M, number>;
 }
+
+/**
+ * A ranked board a read reads (entries, bands and ranking index): the all-time board of a contract
+ * and point type (the adapter finds it; none yet reads as empty), or a kept window board by its
+ * window_id.
+ */
+export type RankedBoard = { kind: "allTime"; contract: AddressKey; pointType: PointType } | { kind: "window"; window: number };
+
+/** What a window's read found: its board (boards.board), and its kept window board (not dropping) if any. */
+export interface FoundWindowBoard {
+  board: number;
+  kept: { window: number; state: "building" | "ready" } | null;
+}
+
+/** A window board to list for the window job: the board, the window's bounds, and when it was asked for. */
+export interface WindowBoardRequest extends WindowBounds {
+  board: number;
+  nowMs: number;
+}
+
+/** A window read from its batches: the board's FINALIZED batches finalized in [fromMs, toMs) and by throughMs, summed per recipient. */
+export interface WindowOfBatches extends WindowBounds {
+  contract: AddressKey;
+  pointType: PointType;
+  throughMs: number;
+}
+
+/** The entries ahead of an amount on a ranked board: in the bands above its band, and inside its band with more points. */
+export interface EntriesAhead {
+  inBandsAbove: number;
+  insideBand: number;
+}
+
+/**
+ * The primitives the leaderboard read flow (src/ledger/leaderboards.ts) reads with, inside one
+ * snapshot `db` (LeaderboardReadsOf.snapshot), and the window board request it makes after it
+ * (inside LeaderboardReadsOf.transact). The flow decides: all time or a window, whether a window
+ * board is ready, the rank from the bands, the paging; the adapter only runs SQL.
+ */
+export interface LeaderboardReadPort<Db, out M extends Io = Io> {
+  /** The projection's through: what every answer of the snapshot counts. */
+  readThrough(db: Db): Out<M, number>;
+  /** The board of (contract, point type) and its kept window board of those bounds; null when the board does not exist yet. */
+  findWindowBoard(db: Db, contract: AddressKey, pointType: PointType, bounds: WindowBounds): Out<M, FoundWindowBoard | null>;
+  /** Up to `limit` entries after `after` (null: from the top), in board order (points desc, address). */
+  rankedRows(db: Db, board: RankedBoard, after: BoardAfter | null, limit: number): Out<M, BoardRow[]>;
+  /** How many entries the board ranks (the sum of its bands). */
+  participants(db: Db, board: RankedBoard): Out<M, number>;
+  /** The address's points on the board; 0n when it has no entry. */
+  entryUnits(db: Db, board: RankedBoard, address: AddressKey): Out<M, bigint>;
+  /**
+   * The entries ahead of an amount `units` of band `band` (upperUnits: bandUpperUnits(band)): those
+   * of the bands above (their bands' sums), and those inside the band with more points (a count of
+   * one range of the ranking index, below upperUnits).
+   */
+  entriesAhead(db: Db, board: RankedBoard, band: number, units: bigint, upperUnits: bigint): Out<M, EntriesAhead>;
+  /** A page of a window read from its batches: up to `limit` rows after `after`, in board order, and how many it ranks. */
+  windowPage(db: Db, window: WindowOfBatches, after: BoardAfter | null, limit: number): Out<M, { participants: number; rows: BoardRow[] }>;
+  /** An address's place on a window read from its batches (its points, the entries with more, how many it ranks). */
+  windowStanding(db: Db, window: WindowOfBatches, address: AddressKey): Out<M, Omit<BoardStanding, "throughMs">>;
+  /**
+   * Lists a window board for the window job unless one is kept, starting at the projection's
+   * through (built_through_ms). PostgreSQL first waits for a pass in flight (the applier's lock):
+   * one that began before the window board existed does not add to it.
+   */
+  requestWindowBoard(db: Db, request: WindowBoardRequest): Out<M, void>;
+  /** Marks the board's window boards past the newest `keep` (by window_id) dropping (the window job deletes them in steps). */
+  capWindowBoards(db: Db, board: number, keep: number): Out<M, void>;
+}
+
+/**
+ * One database as the leaderboard read flow sees it: its primitives, and how it runs them. `M`
+ * says how it answers (./io.ts), as LedgerDatabaseOf's.
+ */
+export interface LeaderboardReadsOf<Db, M extends "sync" | "async"> {
+  readonly mode: M;
+  readonly port: LeaderboardReadPort<Db, M>;
+  /**
+   * Runs `work` in one consistent snapshot, read-only: the projection's through and every row of
+   * the answer agree (SQLite: one read transaction; PostgreSQL: REPEATABLE READ READ ONLY).
+   */
+  snapshot<R>(work: (db: Db) => Out<M, R>): Out<M, R>;
+  /** Runs `work` in one short write transaction (SQLite: IMMEDIATE; PostgreSQL: READ COMMITTED). */
+  transact<R>(work: (db: Db) => Out<M, R>): Out<M, R>;
+  /** The database cannot take this now (full, read-only, busy, unreachable): what the store answers 503 for. */
+  isUnavailable(error: unknown): boolean;
+}
+
+export type LeaderboardReads<Db> = LeaderboardReadsOf<Db, "sync"> | LeaderboardReadsOf<Db, "async">;
 
 /** Reads of history outside the flows: the adapter's own (one consistent view where it matters). */
 export interface HistoryReadPort<Db, out M extends Io = Io> {

@@ -7,7 +7,7 @@ import { credits } from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
 import { committedEventsOf, createPool, guard, migrate, transaction, type PostgresOptions } from "./db.js";
 import { historyOperations } from "./history.js";
-import { leaderboardReads } from "./leaderboards.js";
+import { postgresLeaderboardReads, projectionState } from "./leaderboards.js";
 import { postgresLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
@@ -34,7 +34,7 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
       run(() => operation(...args));
   let closing: Promise<void> | null = null;
   // The flows (src/ledger/) run over it with awaits, each transaction on one pooled client.
-  const ledger = flows(postgresLedger(pool));
+  const ledger = flows(postgresLedger(pool), postgresLeaderboardReads(pool));
   return {
     kind: "postgres",
     migrate: () => run(() => migrate(pool)),
@@ -75,10 +75,9 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     listAccountBalances: (query) => run(() => transfers.listAccountBalances(pool, query)),
     ...snapshotOperations(pool, run),
     ...historyOperations(pool, run),
-    readBoard: (query) => run(() => leaderboardReads.readBoard(pool, query)),
-    readStanding: (contract, pointType, window, address, nowMs) =>
-      run(() => leaderboardReads.readStanding(pool, contract, pointType, window, address, nowMs)),
-    projectionState: () => run(() => leaderboardReads.projectionState(pool)),
+    readBoard: guarded(ledger.readBoard),
+    readStanding: guarded(ledger.readStanding),
+    projectionState: () => run(() => projectionState(pool)),
     applyProjection: guarded(ledger.applyProjection),
     buildWindowBoards: guarded(ledger.buildWindowBoards),
   };

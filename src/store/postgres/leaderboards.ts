@@ -1,23 +1,28 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
-import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
-import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
+import type { BoardRow, WindowBounds } from "../../domain/leaderboard.js";
 import type { StoredBatch } from "../ports/batches.js";
+import { StoreUnavailableError } from "../errors.js";
 import type {
   BoardAfter,
-  BoardPage,
-  BoardQuery,
   BoardStanding,
+  EntriesAhead,
+  FoundWindowBoard,
+  LeaderboardReadPort,
+  LeaderboardReadsOf,
   ProjectionPort,
   ProjectionState,
   QueuedBatch,
+  RankedBoard,
+  WindowBoardRequest,
   WindowBoardWork,
   WindowBoardsPort,
+  WindowOfBatches,
 } from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
 import { BATCH_COLUMNS, type BatchRow } from "./batches.js";
-import { toNumber, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
+import { toNumber, toStoreError, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
 
 /**
  * The leaderboards and received_daily (../ports/leaderboards.ts) over PostgreSQL, written by the
@@ -354,21 +359,12 @@ export const projection = {
 } satisfies ProjectionPort<Queryable, "async">;
 
 /** The projection's through and how many batches are queued, in one statement. */
-async function projectionState(pool: Queryable): Promise<ProjectionState> {
+export async function projectionState(pool: Queryable): Promise<ProjectionState> {
   const { rows } = await pool.query<{ through_ms: string; queued: string }>({
     name: "pl-pj-state",
     text: "SELECT through_ms, (SELECT count(*) FROM projection_queue) AS queued FROM projection_state WHERE id = 1",
   });
   return { throughMs: toNumber(rows[0]!.through_ms), queued: Number(rows[0]!.queued) };
-}
-
-/** The projection's through inside a read: what every answer of that read's snapshot counts. */
-async function throughOf(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ through_ms: string }>({
-    name: "pl-pj-through",
-    text: "SELECT through_ms FROM projection_state WHERE id = 1",
-  });
-  return toNumber(rows[0]!.through_ms);
 }
 
 // ---- Window boards (the window job's steps) ---------------------------------------------------
@@ -492,7 +488,36 @@ export const windowBoards = {
   dropWindowEntries,
 } satisfies WindowBoardsPort<Queryable, "async">;
 
-// ---- Reads -------------------------------------------------------------------------------------
+// ---- Reads (the primitives of src/ledger/leaderboards.ts) ------------------------------------
+
+/** The projection's through inside a read: what every answer of that read's snapshot counts. */
+async function readThrough(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ through_ms: string }>({
+    name: "pl-pj-through",
+    text: "SELECT through_ms FROM projection_state WHERE id = 1",
+  });
+  return toNumber(rows[0]!.through_ms);
+}
+
+/** A window's board and its kept window board (window_boards_kept: at most one not dropping), one statement. */
+async function findWindowBoard(
+  db: Queryable,
+  contract: AddressKey,
+  pointType: PointType,
+  bounds: WindowBounds,
+): Promise<FoundWindowBoard | null> {
+  const { rows } = await db.query<{ board: number; window_id: string | null; state: "building" | "ready" | null }>({
+    name: "pl-lb-find-window-board",
+    text: `SELECT b.board, w.window_id, w.state
+           FROM boards b LEFT JOIN window_boards w ON w.board = b.board AND w.from_ms = $3 AND w.to_ms = $4 AND w.state <> 'dropping'
+           WHERE b.contract = $1 AND b.point_type = $2`,
+    values: [contract, pointType, bounds.fromMs, bounds.toMs],
+  });
+  const row = rows[0];
+  if (!row) return null;
+  if (row.window_id === null) return { board: row.board, kept: null };
+  return { board: row.board, kept: { window: toNumber(row.window_id), state: row.state! } };
+}
 
 interface EntryRow {
   address: string;
@@ -504,8 +529,10 @@ function boardRows(rows: EntryRow[]): BoardRow[] {
 }
 
 /**
- * A board as a read finds it: its tables and its key, an SQL expression over the statement's
- * first parameters (`values`); a statement's own parameters are numbered after them (paramOf).
+ * A ranked board as its statements name it: its tables and its key, an SQL expression over the
+ * statement's first parameters (`values`); a statement's own parameters are numbered after them
+ * (paramOf). The all-time board is looked up in each statement (BOARD_SQL, an init plan) rather
+ * than first: a round trip saved, and the ranking index is still read in order from (board, …).
  */
 interface KeptBoard {
   tables: BoardTables;
@@ -513,17 +540,9 @@ interface KeptBoard {
   values: unknown[];
 }
 
-/**
- * The all-time board, looked up in each statement (BOARD_SQL, an init plan) rather than first:
- * a round trip saved, and the ranking index is still read in order from (board, …).
- */
-function allTimeBoard(contract: AddressKey, pointType: PointType): KeptBoard {
-  return { tables: BOARD_TABLES, key: BOARD_SQL, values: [contract, pointType] };
-}
-
-/** A window board, by the window_id its read found (findWindowBoard). */
-function windowBoard(window: number): KeptBoard {
-  return { tables: WINDOW_TABLES, key: "$1", values: [window] };
+function keptBoard(board: RankedBoard): KeptBoard {
+  if (board.kind === "window") return { tables: WINDOW_TABLES, key: "$1", values: [board.window] };
+  return { tables: BOARD_TABLES, key: BOARD_SQL, values: [board.contract, board.pointType] };
 }
 
 /** The statement's own parameter n (from 1), after the board's key parameters. */
@@ -531,7 +550,8 @@ function paramOf(board: KeptBoard, n: number): string {
   return `$${board.values.length + n}`;
 }
 
-async function participantsOf(db: Queryable, board: KeptBoard): Promise<number> {
+async function participants(db: Queryable, ranked: RankedBoard): Promise<number> {
+  const board = keptBoard(ranked);
   const { bands, key, name } = board.tables;
   const { rows } = await db.query<{ participants: string }>({
     name: `pl-lb-${name}-participants`,
@@ -542,11 +562,11 @@ async function participantsOf(db: Queryable, board: KeptBoard): Promise<number> 
 }
 
 /**
- * A kept board (all time or a window board): the ranking index read from where the page starts.
- * Past a cursor, the rest of its amount's tie (address after it) then the amounts below: two
- * index ranges, never a sort.
+ * A ranked board's page: the ranking index read from where the page starts. Past a cursor, the
+ * rest of its amount's tie (address after it) then the amounts below: two index ranges, never a sort.
  */
-async function readKeptRows(db: Queryable, board: KeptBoard, after: BoardAfter | null, limit: number): Promise<BoardRow[]> {
+async function rankedRows(db: Queryable, ranked: RankedBoard, after: BoardAfter | null, limit: number): Promise<BoardRow[]> {
+  const board = keptBoard(ranked);
   const { entries, key, name } = board.tables;
   // e.address in ORDER BY: a bare `address` would name the output column (the text), sorted apart from the index.
   const select = `SELECT ${ADDRESS_TEXT} AS address, e.points_units::text AS units FROM ${entries} e WHERE e.${key} = ${board.key}`;
@@ -575,22 +595,37 @@ async function readKeptRows(db: Queryable, board: KeptBoard, after: BoardAfter |
   return boardRows([...tie.rows, ...below.rows]);
 }
 
-/** What a read answers before its snapshot's through is added (readBoard, readStanding). */
-type PageRead = Omit<BoardPage, "throughMs">;
-type StandingRead = Omit<BoardStanding, "throughMs">;
+async function entryUnits(db: Queryable, ranked: RankedBoard, address: AddressKey): Promise<bigint> {
+  const board = keptBoard(ranked);
+  const { entries, key, name } = board.tables;
+  const entry = await db.query<{ units: string }>({
+    name: `pl-lb-${name}-entry`,
+    text: `SELECT points_units::text AS units FROM ${entries} WHERE ${key} = ${board.key} AND address = ${addressBytes(paramOf(board, 1))}`,
+    values: [...board.values, address],
+  });
+  return entry.rows[0] ? toUnits(entry.rows[0].units) : 0n;
+}
 
-/** The reads' transactions: one snapshot for through and the rows, so the answer is exact for its through. */
-const SNAPSHOT = { isolation: "REPEATABLE READ", readOnly: true } as const;
-
-/** A page of a kept board and its participants (in the caller's snapshot: they agree). */
-async function readKeptPage(db: Queryable, board: KeptBoard, query: BoardQuery): Promise<PageRead> {
-  const rows = await readKeptRows(db, board, query.after, query.limit + 1);
-  return { participants: await participantsOf(db, board), ...pageOf(rows, query.limit) };
+/** The bands above `band` (their sums) and one range of the ranking index inside it, (units, upperUnits): one statement. */
+async function entriesAhead(db: Queryable, ranked: RankedBoard, band: number, units: bigint, upperUnits: bigint): Promise<EntriesAhead> {
+  const board = keptBoard(ranked);
+  const { entries, bands, key, name } = board.tables;
+  const param = (n: number) => paramOf(board, n);
+  const { rows } = await db.query<{ above: string; inside: string }>({
+    name: `pl-lb-${name}-ahead`,
+    text: `SELECT
+             (SELECT coalesce(sum(entries), 0) FROM ${bands} WHERE ${key} = ${board.key} AND band > ${param(1)}) AS above,
+             (SELECT count(*) FROM ${entries} WHERE ${key} = ${board.key}
+                AND points_units > ${param(2)}::numeric AND points_units < ${param(3)}::numeric) AS inside`,
+    values: [...board.values, band, units.toString(), upperUnits.toString()],
+  });
+  return { inBandsAbove: Number(rows[0]!.above), insideBand: Number(rows[0]!.inside) };
 }
 
 /**
- * A window's board: its FINALIZED batches (batches_finalized) by the projection's through ($5, read
- * in the same snapshot: the batches a kept board would count) and their transfers, summed per recipient.
+ * A window's board from its batches: its FINALIZED batches (batches_finalized) by the
+ * projection's through ($5, read in the same snapshot: the batches a kept board would count) and
+ * their transfers, summed per recipient.
  */
 const WINDOW_BOARD_SQL = `board AS (
     SELECT t.to_address AS address, sum(t.amount_units) AS units
@@ -599,13 +634,18 @@ const WINDOW_BOARD_SQL = `board AS (
     GROUP BY t.to_address HAVING sum(t.amount_units) > 0
   )`;
 
-/** A window's bounds as window_boards keeps them (no `from`: Number.MIN_SAFE_INTEGER). */
-function windowBounds(window: DayWindow): [number, number] {
-  return [window.fromMs ?? Number.MIN_SAFE_INTEGER, window.toMs ?? Number.MAX_SAFE_INTEGER];
+/** A window's WINDOW_BOARD_SQL parameters ($1 to $5). */
+function windowParams({ contract, pointType, fromMs, toMs, throughMs }: WindowOfBatches): unknown[] {
+  return [contract, pointType, fromMs, toMs, throughMs];
 }
 
-/** A window's page and its participants from its batches, one statement (the count is there even when the page is empty). */
-async function readWindowBoard(db: Queryable, query: BoardQuery, throughMs: number): Promise<PageRead> {
+/** A page of a window's board from its batches, with its participants: one statement (the count is there even when the page is empty). */
+async function windowPage(
+  db: Queryable,
+  window: WindowOfBatches,
+  after: BoardAfter | null,
+  limit: number,
+): Promise<{ participants: number; rows: BoardRow[] }> {
   const { rows } = await db.query<{ participants: string; address: string | null; units: string | null }>({
     name: "pl-lb-window-board",
     text: `WITH ${WINDOW_BOARD_SQL}
@@ -615,199 +655,89 @@ async function readWindowBoard(db: Queryable, query: BoardQuery, throughMs: numb
              WHERE $6::numeric IS NULL OR units < $6::numeric OR (units = $6::numeric AND address > $7)
              ORDER BY board.units DESC, address LIMIT $8
            ) page ON true`,
-    values: [
-      query.contract,
-      query.pointType,
-      ...windowBounds(query.window),
-      throughMs,
-      query.after?.units.toString() ?? null,
-      query.after?.address ?? "",
-      query.limit + 1,
-    ],
+    values: [...windowParams(window), after?.units.toString() ?? null, after?.address ?? "", limit],
   });
   // Board order once more: a join does not promise to keep the lateral page's order.
   const page = boardRows(rows.filter((row) => row.address !== null) as EntryRow[]).sort((a, b) =>
     a.units === b.units ? (a.address < b.address ? -1 : 1) : a.units > b.units ? -1 : 1,
   );
-  return { participants: Number(rows[0]!.participants), ...pageOf(page, query.limit) };
+  return { participants: Number(rows[0]!.participants), rows: page };
 }
 
-function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: boolean } {
-  return { rows: rows.slice(0, limit), more: rows.length > limit };
-}
-
-/** What a window's read found: its board, and its kept window board (not dropping) if any. Null: the contract has no board of the point type yet. */
-interface FoundWindowBoard {
-  board: number;
-  kept: { window: number; state: "building" | "ready" } | null;
-}
-
-async function findWindowBoard(
-  db: Queryable,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-): Promise<FoundWindowBoard | null> {
-  const { rows } = await db.query<{ board: number; window_id: string | null; state: "building" | "ready" | null }>({
-    name: "pl-lb-find-window-board",
-    text: `SELECT b.board, w.window_id, w.state
-           FROM boards b LEFT JOIN window_boards w ON w.board = b.board AND w.from_ms = $3 AND w.to_ms = $4 AND w.state <> 'dropping'
-           WHERE b.contract = $1 AND b.point_type = $2`,
-    values: [contract, pointType, ...windowBounds(window)],
-  });
-  const row = rows[0];
-  if (!row) return null;
-  if (row.window_id === null) return { board: row.board, kept: null };
-  return { board: row.board, kept: { window: toNumber(row.window_id), state: row.state! } };
-}
-
-/**
- * Asks for the window board of a window that has none, in one short transaction: it is listed to
- * be built from the projection's through (built_through_ms) unless one is (ON CONFLICT: another
- * instance may ask at the same time), and the board keeps WINDOW_BOARDS_PER_BOARD at most, the
- * oldest asked dropped. The window job does the work. The applier's lock is waited for first (a
- * pass at most): a pass that began before the window board existed does not add to it, so its
- * through must be the one the window board starts from. The board's row is locked next (a pass
- * locks boards rows under the applier's lock too: one order), so two requests for one board queue
- * instead of locking each other's window_boards rows in opposite orders (a deadlock would fail a read).
- */
-async function requestWindowBoard(pool: PgPool, board: number, window: DayWindow, nowMs: number): Promise<void> {
-  await transaction(pool, async (db) => {
-    await db.query({ name: "pl-lb-wait-applier", text: "SELECT pg_advisory_xact_lock($1::bigint)", values: [PROJECTION_LOCK_KEY] });
-    await db.query({ name: "pl-lb-lock-board", text: "SELECT 1 FROM boards WHERE board = $1 FOR NO KEY UPDATE", values: [board] });
-    await db.query({
-      name: "pl-lb-request-window",
-      text: `INSERT INTO window_boards (board, from_ms, to_ms, state, created_at_ms, built_through_ms)
-             SELECT $1, $2, $3, 'building', $4, through_ms FROM projection_state WHERE id = 1
-             ON CONFLICT (board, from_ms, to_ms) WHERE state <> 'dropping' DO NOTHING`,
-      values: [board, ...windowBounds(window), nowMs],
-    });
-    await db.query({
-      name: "pl-lb-cap-windows",
-      text: `UPDATE window_boards SET state = 'dropping' WHERE state <> 'dropping' AND window_id IN (
-               SELECT window_id FROM window_boards WHERE board = $1 AND state <> 'dropping' ORDER BY window_id DESC OFFSET $2
-             )`,
-      values: [board, WINDOW_BOARDS_PER_BOARD],
-    });
-  });
-}
-
-/**
- * A window (not all time, ended or open) read in one snapshot with the projection's through: from
- * its window board once that is ready (the window job added the window's batches up to where the
- * projection stood when it was asked for, and every pass since added its own: it is exact at
- * through), else from its batches finalized by through. A window without a window board asks for
- * one after its read (outside the read's transaction, which is read-only); one being built is left
- * to the window job. Readers that give no time read the batches and ask for nothing.
- */
-async function readWindow<T extends object>(
-  pool: PgPool,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-  nowMs: number | undefined,
-  read: { fromWindowBoard: (db: Queryable, board: KeptBoard) => Promise<T>; fromBatches: (db: Queryable, throughMs: number) => Promise<T> },
-): Promise<T & { throughMs: number }> {
-  const { result, request } = await transaction(
-    pool,
-    async (db) => {
-      const throughMs = await throughOf(db);
-      const found = nowMs === undefined ? null : await findWindowBoard(db, contract, pointType, window);
-      const kept = found?.kept ?? null;
-      if (kept !== null && kept.state === "ready") {
-        return { result: { throughMs, ...(await read.fromWindowBoard(db, windowBoard(kept.window))) }, request: null };
-      }
-      return {
-        result: { throughMs, ...(await read.fromBatches(db, throughMs)) },
-        request: found !== null && kept === null ? found.board : null,
-      };
-    },
-    SNAPSHOT,
-  );
-  if (request !== null && nowMs !== undefined) await requestWindowBoard(pool, request, window, nowMs);
-  return result;
-}
-
-/** A page of a board (all time or a window), read in one snapshot: its rows, participants and through agree. */
-async function readBoard(pool: PgPool, query: BoardQuery): Promise<BoardPage> {
-  if (isAllTime(query.window)) {
-    const board = allTimeBoard(query.contract, query.pointType);
-    return transaction(pool, async (db) => ({ throughMs: await throughOf(db), ...(await readKeptPage(db, board, query)) }), SNAPSHOT);
-  }
-  return readWindow(pool, query.contract, query.pointType, query.window, query.nowMs, {
-    fromWindowBoard: (db, board) => readKeptPage(db, board, query),
-    fromBatches: (db, throughMs) => readWindowBoard(db, query, throughMs),
-  });
-}
-
-/**
- * An address's place on a kept board: the entries of the bands above its amount's, plus the
- * entries inside its band with more (one range of the ranking index, bounded by bandUpperUnits).
- */
-async function readKeptStanding(db: Queryable, board: KeptBoard, address: AddressKey): Promise<StandingRead> {
-  const { entries, bands, key, name } = board.tables;
-  const param = (n: number) => paramOf(board, n);
-  const participants = await participantsOf(db, board);
-  const entry = await db.query<{ units: string }>({
-    name: `pl-lb-${name}-entry`,
-    text: `SELECT points_units::text AS units FROM ${entries} WHERE ${key} = ${board.key} AND address = ${addressBytes(param(1))}`,
-    values: [...board.values, address],
-  });
-  const units = entry.rows[0] ? toUnits(entry.rows[0].units) : 0n;
-  if (units === 0n) return { units, ahead: participants, participants };
-  const band = rankBandOf(units);
-  const { rows } = await db.query<{ above: string; inside: string }>({
-    name: `pl-lb-${name}-ahead`,
-    text: `SELECT
-             (SELECT coalesce(sum(entries), 0) FROM ${bands} WHERE ${key} = ${board.key} AND band > ${param(1)}) AS above,
-             (SELECT count(*) FROM ${entries} WHERE ${key} = ${board.key}
-                AND points_units > ${param(2)}::numeric AND points_units < ${param(3)}::numeric) AS inside`,
-    values: [...board.values, band, units.toString(), bandUpperUnits(band).toString()],
-  });
-  return { units, ahead: Number(rows[0]!.above) + Number(rows[0]!.inside), participants };
-}
-
-/** An address's place on a window's board from the window's batches by through, one statement. */
-async function readWindowStanding(
-  db: Queryable,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-  address: AddressKey,
-  throughMs: number,
-): Promise<StandingRead> {
+/** An address's place on a window's board from its batches, one statement. */
+async function windowStanding(db: Queryable, window: WindowOfBatches, address: AddressKey): Promise<Omit<BoardStanding, "throughMs">> {
   const { rows } = await db.query<{ participants: string; units: string | null; ahead: string }>({
     name: "pl-lb-window-standing",
     text: `WITH ${WINDOW_BOARD_SQL}
            SELECT (SELECT count(*) FROM board) AS participants, me.units::text AS units,
              (SELECT count(*) FROM board o WHERE o.units > me.units) AS ahead
            FROM (SELECT 1) one LEFT JOIN board me ON me.address = $6`,
-    values: [contract, pointType, ...windowBounds(window), throughMs, address],
+    values: [...windowParams(window), address],
   });
   const row = rows[0]!;
-  const participants = Number(row.participants);
-  if (row.units === null) return { units: 0n, ahead: participants, participants };
-  return { units: toUnits(row.units), ahead: Number(row.ahead), participants };
+  const count = Number(row.participants);
+  if (row.units === null) return { units: 0n, ahead: count, participants: count };
+  return { units: toUnits(row.units), ahead: Number(row.ahead), participants: count };
 }
 
-/** An address's place on a board (all time or a window), read in one snapshot with through. */
-async function readStanding(
-  pool: PgPool,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-  address: AddressKey,
-  nowMs?: number,
-): Promise<BoardStanding> {
-  if (isAllTime(window)) {
-    const board = allTimeBoard(contract, pointType);
-    return transaction(pool, async (db) => ({ throughMs: await throughOf(db), ...(await readKeptStanding(db, board, address)) }), SNAPSHOT);
-  }
-  return readWindow(pool, contract, pointType, window, nowMs, {
-    fromWindowBoard: (db, board) => readKeptStanding(db, board, address),
-    fromBatches: (db, throughMs) => readWindowStanding(db, contract, pointType, window, address, throughMs),
+/**
+ * Lists a window board for the window job unless one is kept (ON CONFLICT: another instance may
+ * ask at the same time), from the projection's through (built_through_ms). The applier's lock is
+ * waited for first (a pass at most): a pass that began before the window board existed does not
+ * add to it, so its through must be the one the window board starts from. The board's row is
+ * locked next (a pass locks boards rows under the applier's lock too: one order), so two requests
+ * for one board queue instead of locking each other's window_boards rows in opposite orders in
+ * capWindowBoards (a deadlock would fail the request).
+ */
+async function requestWindowBoard(db: Queryable, request: WindowBoardRequest): Promise<void> {
+  await db.query({ name: "pl-lb-wait-applier", text: "SELECT pg_advisory_xact_lock($1::bigint)", values: [PROJECTION_LOCK_KEY] });
+  await db.query({ name: "pl-lb-lock-board", text: "SELECT 1 FROM boards WHERE board = $1 FOR NO KEY UPDATE", values: [request.board] });
+  await db.query({
+    name: "pl-lb-request-window",
+    text: `INSERT INTO window_boards (board, from_ms, to_ms, state, created_at_ms, built_through_ms)
+           SELECT $1, $2, $3, 'building', $4, through_ms FROM projection_state WHERE id = 1
+           ON CONFLICT (board, from_ms, to_ms) WHERE state <> 'dropping' DO NOTHING`,
+    values: [request.board, request.fromMs, request.toMs, request.nowMs],
   });
 }
 
-/** The LeaderboardsStore reads, over the pool (index.ts composes them; applyProjection and buildWindowBoards are flows). */
-export const leaderboardReads = { readBoard, readStanding, projectionState };
+async function capWindowBoards(db: Queryable, board: number, keep: number): Promise<void> {
+  await db.query({
+    name: "pl-lb-cap-windows",
+    text: `UPDATE window_boards SET state = 'dropping' WHERE state <> 'dropping' AND window_id IN (
+             SELECT window_id FROM window_boards WHERE board = $1 AND state <> 'dropping' ORDER BY window_id DESC OFFSET $2
+           )`,
+    values: [board, keep],
+  });
+}
+
+/** The leaderboard reads' primitives, over pg. */
+export const leaderboardReads = {
+  readThrough,
+  findWindowBoard,
+  rankedRows,
+  participants,
+  entryUnits,
+  entriesAhead,
+  windowPage,
+  windowStanding,
+  requestWindowBoard,
+  capWindowBoards,
+} satisfies LeaderboardReadPort<Queryable, "async">;
+
+/** The reads' snapshots: one transaction for through and the rows, so the answer is exact for its through. */
+const SNAPSHOT = { isolation: "REPEATABLE READ", readOnly: true } as const;
+
+/**
+ * The leaderboard reads over the pool: a snapshot is one REPEATABLE READ READ ONLY transaction;
+ * a window board's request one READ COMMITTED transaction of its own.
+ */
+export function postgresLeaderboardReads(pool: PgPool): LeaderboardReadsOf<Queryable, "async"> {
+  return {
+    mode: "async",
+    port: leaderboardReads,
+    snapshot: (work) => transaction(pool, work, SNAPSHOT),
+    transact: (work) => transaction(pool, work),
+    isUnavailable: (error) => toStoreError(error) instanceof StoreUnavailableError,
+  };
+}

@@ -8,7 +8,7 @@ import { listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
 import { CommittedEvents } from "../committed-events.js";
 import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteOptions } from "./db.js";
 import { historyOperations } from "./history.js";
-import { leaderboardReads } from "./leaderboards.js";
+import { projectionState, sqliteLeaderboardReads } from "./leaderboards.js";
 import { sqliteLedger } from "./ledger.js";
 import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
@@ -29,7 +29,10 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
   const recovery = new ReadOnlyRecovery(options);
   const committed = new CommittedEvents();
   // The flows (src/ledger/) run synchronously over it: each one whole inside one transaction.
-  const ledger = flows(sqliteLedger(() => db));
+  const ledger = flows(
+    sqliteLedger(() => db),
+    sqliteLeaderboardReads(() => db),
+  );
   const store: LedgerStore = {
     kind: "sqlite",
     ...ledger,
@@ -66,10 +69,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     listAccountBalances: async (query) => transfers.listAccountBalances(db, query),
     ...snapshotOperations(options.path, () => db),
     ...historyOperations(() => db),
-    readBoard: async (query) => leaderboardReads.readBoard(db, query),
-    readStanding: async (contract, pointType, window, address, nowMs) =>
-      leaderboardReads.readStanding(db, contract, pointType, window, address, nowMs),
-    projectionState: async () => leaderboardReads.projectionState(db),
+    projectionState: async () => projectionState(db),
   };
   const guarded = guardOperations(
     store,

@@ -1,21 +1,27 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { bandUpperUnits, isAllTime, rankBandOf, type BoardRow, type DayWindow } from "../../domain/leaderboard.js";
-import { WINDOW_BOARDS_PER_BOARD } from "../../domain/limits.js";
+import type { BoardRow, WindowBounds } from "../../domain/leaderboard.js";
 import { UNITS_PER_POINT } from "../../domain/points.js";
 import type { StoredBatch } from "../ports/batches.js";
+import { StoreUnavailableError } from "../errors.js";
 import type {
-  BoardPage,
-  BoardQuery,
+  BoardAfter,
   BoardStanding,
+  EntriesAhead,
+  FoundWindowBoard,
+  LeaderboardReadPort,
+  LeaderboardReadsOf,
   ProjectionPort,
   QueuedBatch,
+  RankedBoard,
+  WindowBoardRequest,
   WindowBoardsPort,
   WindowBoardWork,
+  WindowOfBatches,
 } from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
 import type { BatchRow } from "./batches.js";
-import { fromPair, fromTriple, isUnavailableCondition, statement, toNumber, toTriple, type SqliteDb } from "./db.js";
+import { fromPair, fromTriple, statement, toNumber, toStoreError, toTriple, type SqliteDb } from "./db.js";
 
 /**
  * The leaderboards and received_daily (../ports/leaderboards.ts) over SQLite. Amounts are the
@@ -254,11 +260,6 @@ export function projectionState(db: SqliteDb): { throughMs: number; queued: numb
   return { throughMs: toNumber(throughMs), queued: toNumber(queued) };
 }
 
-/** The projection's through inside a read: what every answer of that read counts. */
-function throughOf(db: SqliteDb): number {
-  return toNumber(statement(db, "SELECT through_ms FROM projection_state WHERE id = 1").pluck().get());
-}
-
 // ---- Window boards -----------------------------------------------------------------------------
 
 interface WindowWorkRow {
@@ -333,7 +334,7 @@ function dropWindowEntries(db: SqliteDb, window: number, limit: number): number 
   return deleted;
 }
 
-/** The window boards for the window job's flow (src/ledger/history.ts buildWindowBoards), synchronously. */
+/** The window boards for the window job's flow (src/ledger/projection.ts buildWindowBoards), synchronously. */
 export const windowBoards = {
   takeWindowWork,
   windowBatches,
@@ -342,7 +343,29 @@ export const windowBoards = {
   dropWindowEntries,
 } satisfies WindowBoardsPort<SqliteDb, "sync">;
 
-// ---- Reads -------------------------------------------------------------------------------------
+// ---- Reads (the primitives of src/ledger/leaderboards.ts) ------------------------------------
+
+/** The projection's through inside a read: what every answer of that read counts. */
+function readThrough(db: SqliteDb): number {
+  return toNumber(statement(db, "SELECT through_ms FROM projection_state WHERE id = 1").pluck().get());
+}
+
+/** A window's board and its kept window board (window_boards_kept: at most one not dropping). */
+function findWindowBoard(db: SqliteDb, contract: AddressKey, pointType: PointType, bounds: WindowBounds): FoundWindowBoard | null {
+  const board = boardId(db, contract, pointType, false);
+  if (board === null) return null;
+  const kept = statement(
+    db,
+    `SELECT window_id, state FROM window_boards WHERE board = ? AND from_ms = ? AND to_ms = ? AND state <> 'dropping'`,
+  ).get(board, bounds.fromMs, bounds.toMs) as { window_id: bigint; state: "building" | "ready" } | undefined;
+  return { board: toNumber(board), kept: kept === undefined ? null : { window: toNumber(kept.window_id), state: kept.state } };
+}
+
+/** A ranked board's tables and key; an all-time board not created yet has none (it reads as empty). */
+function keptBoard(db: SqliteDb, board: RankedBoard): { tables: BoardTables; key: bigint | number | null } {
+  if (board.kind === "window") return { tables: WINDOW_TABLES, key: board.window };
+  return { tables: BOARD_TABLES, key: boardId(db, board.contract, board.pointType, false) };
+}
 
 const ENTRY_ORDER = "points_q DESC, points_w DESC, points_f DESC, address";
 
@@ -350,27 +373,28 @@ function entryRows(rows: [string, bigint, bigint, bigint][]): BoardRow[] {
   return rows.map(([address, q, w, f]) => ({ address: address as AddressKey, units: fromTriple(q, w, f) }));
 }
 
-function participantsOf(db: SqliteDb, tables: BoardTables, key: bigint | number | null): number {
+function participants(db: SqliteDb, board: RankedBoard): number {
+  const { tables, key } = keptBoard(db, board);
   if (key === null) return 0;
   return toNumber(statement(db, `SELECT coalesce(sum(entries), 0) FROM ${tables.bands} WHERE ${tables.key} = ?`).pluck().get(key));
 }
 
 /**
- * A board's page (all time, or a window board): the ranking index read from where the page
- * starts. Past a cursor, the rest of its amount's tie (address after it) then the amounts below:
- * two index ranges, never a sort.
+ * A ranked board's page: the ranking index read from where the page starts. Past a cursor, the
+ * rest of its amount's tie (address after it) then the amounts below: two index ranges, never a sort.
  */
-function readRankedRows(db: SqliteDb, tables: BoardTables, key: bigint | number | null, query: BoardQuery, limit: number): BoardRow[] {
+function rankedRows(db: SqliteDb, board: RankedBoard, after: BoardAfter | null, limit: number): BoardRow[] {
+  const { tables, key } = keptBoard(db, board);
   if (key === null) return [];
   const select = `SELECT ${ADDRESS_TEXT()}, points_q, points_w, points_f FROM ${tables.entries}`;
-  if (query.after === null) {
+  if (after === null) {
     const rows = statement(db, `${select} WHERE ${tables.key} = @key ORDER BY ${ENTRY_ORDER} LIMIT @limit`)
       .raw(true)
       .all({ key, limit }) as [string, bigint, bigint, bigint][];
     return entryRows(rows);
   }
-  const [q, w, f] = toTriple(query.after.units);
-  const at = { key, limit, q, w, f, address: addressBytes(query.after.address) };
+  const [q, w, f] = toTriple(after.units);
+  const at = { key, limit, q, w, f, address: addressBytes(after.address) };
   const tie = statement(
     db,
     `${select} WHERE ${tables.key} = @key AND points_q = @q AND points_w = @w AND points_f = @f AND address > @address
@@ -388,8 +412,38 @@ function readRankedRows(db: SqliteDb, tables: BoardTables, key: bigint | number 
   return entryRows([...tie, ...below]);
 }
 
+function entryUnits(db: SqliteDb, board: RankedBoard, address: AddressKey): bigint {
+  const { tables, key } = keptBoard(db, board);
+  if (key === null) return 0n;
+  const entry = statement(db, `SELECT points_q, points_w, points_f FROM ${tables.entries} WHERE ${tables.key} = ? AND address = ?`)
+    .raw(true)
+    .get(key, addressBytes(address)) as [bigint, bigint, bigint] | undefined;
+  return entry ? fromTriple(...entry) : 0n;
+}
+
+/** The bands above `band` (their sums), and one range of the ranking index inside it: (units, upperUnits). */
+function entriesAhead(db: SqliteDb, board: RankedBoard, band: number, units: bigint, upperUnits: bigint): EntriesAhead {
+  const { tables, key } = keptBoard(db, board);
+  if (key === null) return { inBandsAbove: 0, insideBand: 0 };
+  const inBandsAbove = toNumber(
+    statement(db, `SELECT coalesce(sum(entries), 0) FROM ${tables.bands} WHERE ${tables.key} = ? AND band > ?`).pluck().get(key, band),
+  );
+  const [q, w, f] = toTriple(units);
+  const [uq, uw, uf] = toTriple(upperUnits);
+  const insideBand = toNumber(
+    statement(
+      db,
+      `SELECT count(*) FROM ${tables.entries} WHERE ${tables.key} = @key
+         AND (points_q, points_w, points_f) > (@q, @w, @f) AND (points_q, points_w, points_f) < (@uq, @uw, @uf)`,
+    )
+      .pluck()
+      .get({ key, q, w, f, uq, uw, uf }),
+  );
+  return { inBandsAbove, insideBand };
+}
+
 /**
- * A window's board: its FINALIZED batches by the projection's through (batches_finalized) and their transfers, summed per
+ * A window's board from its batches: its FINALIZED batches by the projection's through (batches_finalized) and their transfers, summed per
  * recipient. The sums are split (whole points in millions, the rest, units) so that no SUM can
  * overflow 64 bits before millions of transfers to one address, then carried into (hi, mid, f):
  * amount = (hi·10^6 + mid) points + f units, ordered as the triple.
@@ -412,10 +466,6 @@ const WINDOW_BOARD_SQL = `
 
 const MIDS_PER_POINT_HI = 1_000_000n;
 
-function windowBounds(window: DayWindow): { fromMs: number; toMs: number } {
-  return { fromMs: window.fromMs ?? Number.MIN_SAFE_INTEGER, toMs: window.toMs ?? Number.MAX_SAFE_INTEGER };
-}
-
 function windowSplit(units: bigint): { hi: bigint; mid: bigint; f: bigint } {
   const whole = units / UNITS_PER_POINT;
   return { hi: whole / MIDS_PER_POINT_HI, mid: whole % MIDS_PER_POINT_HI, f: units % UNITS_PER_POINT };
@@ -425,8 +475,18 @@ function windowUnits(hi: bigint, mid: bigint, f: bigint): bigint {
   return (BigInt(hi) * MIDS_PER_POINT_HI + BigInt(mid)) * UNITS_PER_POINT + BigInt(f);
 }
 
-function readWindowBoard(db: SqliteDb, query: BoardQuery, limit: number, throughMs: number): { participants: number; rows: BoardRow[] } {
-  const after = query.after ?? null;
+/** A window's WINDOW_BOARD_SQL parameters. */
+function windowParams({ contract, pointType, fromMs, toMs, throughMs }: WindowOfBatches) {
+  return { contract, pointType, fromMs, toMs, throughMs };
+}
+
+/** A page of a window's board from its batches, with its participants (a second statement only when the page is empty). */
+function windowPage(
+  db: SqliteDb,
+  window: WindowOfBatches,
+  after: BoardAfter | null,
+  limit: number,
+): { participants: number; rows: BoardRow[] } {
   const at = after === null ? { hi: -1n, mid: 0n, f: 0n } : windowSplit(after.units);
   const rows = statement(
     db,
@@ -436,168 +496,22 @@ function readWindowBoard(db: SqliteDb, query: BoardQuery, limit: number, through
      ORDER BY hi DESC, mid DESC, f DESC, address LIMIT @limit`,
   )
     .raw(true)
-    .all({
-      contract: query.contract,
-      pointType: query.pointType,
-      ...windowBounds(query.window),
-      throughMs,
-      first: after === null ? 1 : 0,
-      ...at,
-      address: after?.address ?? "",
-      limit,
-    }) as [string, bigint, bigint, bigint, bigint][];
+    .all({ ...windowParams(window), first: after === null ? 1 : 0, ...at, address: after?.address ?? "", limit }) as [
+    string,
+    bigint,
+    bigint,
+    bigint,
+    bigint,
+  ][];
   const participants =
-    rows.length > 0 ? toNumber(rows[0]![4]) : windowParticipants(db, query.contract, query.pointType, query.window, throughMs);
+    rows.length > 0
+      ? toNumber(rows[0]![4])
+      : toNumber(statement(db, `WITH ${WINDOW_BOARD_SQL} SELECT count(*) FROM board`).pluck().get(windowParams(window)));
   return { participants, rows: rows.map(([address, hi, mid, f]) => ({ address: address as AddressKey, units: windowUnits(hi, mid, f) })) };
 }
 
-function windowParticipants(db: SqliteDb, contract: AddressKey, pointType: PointType, window: DayWindow, throughMs: number): number {
-  return toNumber(
-    statement(db, `WITH ${WINDOW_BOARD_SQL} SELECT count(*) FROM board`)
-      .pluck()
-      .get({ contract, pointType, ...windowBounds(window), throughMs }),
-  );
-}
-
-/** Where a window is read from: its window board, or its batches (and then, maybe, a window board to ask the window job for). */
-type WindowSource = { kind: "board"; window: number } | { kind: "batches"; request: WindowRequest | null };
-
-/** A window board to list for the window job. */
-interface WindowRequest {
-  board: bigint;
-  fromMs: number;
-  toMs: number;
-  nowMs: number;
-}
-
-/**
- * A window is read from its window board once that is ready (the window job added the window's
- * batches up to where the projection stood when it was asked for, and every pass since added its
- * own: it is exact at the projection's through); otherwise from its batches finalized by through,
- * and a window board is asked for when none is kept. Readers that give no time, and boards not
- * created yet, read the batches.
- */
-function windowSource(
-  db: SqliteDb,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-  nowMs: number | undefined,
-): WindowSource {
-  if (nowMs === undefined) return { kind: "batches", request: null };
-  const board = boardId(db, contract, pointType, false);
-  if (board === null) return { kind: "batches", request: null };
-  const { fromMs, toMs } = windowBounds(window);
-  const kept = statement(
-    db,
-    `SELECT window_id, state FROM window_boards WHERE board = ? AND from_ms = ? AND to_ms = ? AND state <> 'dropping'`,
-  ).get(board, fromMs, toMs) as { window_id: bigint; state: string } | undefined;
-  if (kept === undefined) return { kind: "batches", request: { board, fromMs, toMs, nowMs } };
-  return kept.state === "ready" ? { kind: "board", window: toNumber(kept.window_id) } : { kind: "batches", request: null };
-}
-
-/** Lists a window board for the window job (unless one is kept already), and drops the board's oldest past WINDOW_BOARDS_PER_BOARD. */
-function requestWindowBoard(db: SqliteDb, request: WindowRequest): void {
-  db.transaction(() => {
-    statement(
-      db,
-      `INSERT OR IGNORE INTO window_boards (board, from_ms, to_ms, state, created_at_ms, built_through_ms)
-       SELECT @board, @fromMs, @toMs, 'building', @nowMs, through_ms FROM projection_state WHERE id = 1`,
-    ).run({ board: request.board, fromMs: request.fromMs, toMs: request.toMs, nowMs: request.nowMs });
-    statement(
-      db,
-      `UPDATE window_boards SET state = 'dropping' WHERE window_id IN (
-         SELECT window_id FROM window_boards WHERE board = ? AND state <> 'dropping' ORDER BY window_id DESC LIMIT -1 OFFSET ?)`,
-    ).run(request.board, WINDOW_BOARDS_PER_BOARD);
-  }).immediate();
-}
-
-/**
- * requestWindowBoard after a read, unless the database cannot take the write now (full,
- * read-only, another process's lock past the busy timeout): the read has its answer, and the
- * next read of the window asks again.
- */
-function askForWindowBoard(db: SqliteDb, request: WindowRequest | null): void {
-  if (request === null) return;
-  try {
-    requestWindowBoard(db, request);
-  } catch (error) {
-    if (!isUnavailableCondition(error)) throw error;
-  }
-}
-
-/** A page of a board (all time or a window), read in one transaction: its rows, participants and through agree. */
-function readBoard(db: SqliteDb, query: BoardQuery): BoardPage {
-  const { page, request } = db.transaction((): { page: BoardPage; request: WindowRequest | null } => {
-    const throughMs = throughOf(db);
-    if (isAllTime(query.window)) {
-      const board = boardId(db, query.contract, query.pointType, false);
-      const rows = readRankedRows(db, BOARD_TABLES, board, query, query.limit + 1);
-      return { page: { throughMs, participants: participantsOf(db, BOARD_TABLES, board), ...pageOf(rows, query.limit) }, request: null };
-    }
-    const source = windowSource(db, query.contract, query.pointType, query.window, query.nowMs);
-    if (source.kind === "board") {
-      const rows = readRankedRows(db, WINDOW_TABLES, source.window, query, query.limit + 1);
-      const participants = participantsOf(db, WINDOW_TABLES, source.window);
-      return { page: { throughMs, participants, ...pageOf(rows, query.limit) }, request: null };
-    }
-    const { participants, rows } = readWindowBoard(db, query, query.limit + 1, throughMs);
-    return { page: { throughMs, participants, ...pageOf(rows, query.limit) }, request: source.request };
-  })();
-  askForWindowBoard(db, request);
-  return page;
-}
-
-function pageOf(rows: BoardRow[], limit: number): { rows: BoardRow[]; more: boolean } {
-  return { rows: rows.slice(0, limit), more: rows.length > limit };
-}
-
-/**
- * An address's place on a board (all time, or a window board): the entries of the bands above its
- * amount's, plus the entries inside its band with more (one range of the ranking index, bounded by
- * bandUpperUnits).
- */
-function readRankedStanding(
-  db: SqliteDb,
-  tables: BoardTables,
-  key: bigint | number | null,
-  address: AddressKey,
-): Omit<BoardStanding, "throughMs"> {
-  const participants = participantsOf(db, tables, key);
-  const entry =
-    key === null
-      ? undefined
-      : (statement(db, `SELECT points_q, points_w, points_f FROM ${tables.entries} WHERE ${tables.key} = ? AND address = ?`)
-          .raw(true)
-          .get(key, addressBytes(address)) as [bigint, bigint, bigint] | undefined);
-  const units = entry ? fromTriple(...entry) : 0n;
-  if (units === 0n) return { units, ahead: participants, participants };
-  const band = rankBandOf(units);
-  const aboveBands = toNumber(
-    statement(db, `SELECT coalesce(sum(entries), 0) FROM ${tables.bands} WHERE ${tables.key} = ? AND band > ?`).pluck().get(key, band),
-  );
-  const [q, w, f] = toTriple(units);
-  const [uq, uw, uf] = toTriple(bandUpperUnits(band));
-  const insideBand = toNumber(
-    statement(
-      db,
-      `SELECT count(*) FROM ${tables.entries} WHERE ${tables.key} = @key
-         AND (points_q, points_w, points_f) > (@q, @w, @f) AND (points_q, points_w, points_f) < (@uq, @uw, @uf)`,
-    )
-      .pluck()
-      .get({ key, q, w, f, uq, uw, uf }),
-  );
-  return { units, ahead: aboveBands + insideBand, participants };
-}
-
-function readWindowStanding(
-  db: SqliteDb,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-  address: AddressKey,
-  throughMs: number,
-): Omit<BoardStanding, "throughMs"> {
+/** An address's place on a window's board from its batches, one statement. */
+function windowStanding(db: SqliteDb, window: WindowOfBatches, address: AddressKey): Omit<BoardStanding, "throughMs"> {
   const [participants, hi, mid, f, ahead] = statement(
     db,
     `WITH ${WINDOW_BOARD_SQL}
@@ -606,39 +520,59 @@ function readWindowStanding(
      FROM (SELECT 1) LEFT JOIN board me ON me.address = @address`,
   )
     .raw(true)
-    .get({ contract, pointType, ...windowBounds(window), throughMs, address }) as [
-    bigint,
-    bigint | null,
-    bigint | null,
-    bigint | null,
-    bigint | null,
-  ];
+    .get({ ...windowParams(window), address }) as [bigint, bigint | null, bigint | null, bigint | null, bigint | null];
   if (hi === null) return { units: 0n, ahead: toNumber(participants), participants: toNumber(participants) };
   return { units: windowUnits(hi, mid!, f!), ahead: toNumber(ahead), participants: toNumber(participants) };
 }
 
-function readStanding(
-  db: SqliteDb,
-  contract: AddressKey,
-  pointType: PointType,
-  window: DayWindow,
-  address: AddressKey,
-  nowMs?: number,
-): BoardStanding {
-  const { standing, request } = db.transaction((): { standing: BoardStanding; request: WindowRequest | null } => {
-    const throughMs = throughOf(db);
-    if (isAllTime(window)) {
-      const board = boardId(db, contract, pointType, false);
-      return { standing: { throughMs, ...readRankedStanding(db, BOARD_TABLES, board, address) }, request: null };
-    }
-    const source = windowSource(db, contract, pointType, window, nowMs);
-    if (source.kind === "board")
-      return { standing: { throughMs, ...readRankedStanding(db, WINDOW_TABLES, source.window, address) }, request: null };
-    return { standing: { throughMs, ...readWindowStanding(db, contract, pointType, window, address, throughMs) }, request: source.request };
-  })();
-  askForWindowBoard(db, request);
-  return standing;
+/** Lists a window board for the window job unless one is kept (one writer: the IMMEDIATE transaction excludes the passes). */
+function requestWindowBoard(db: SqliteDb, request: WindowBoardRequest): void {
+  statement(
+    db,
+    `INSERT OR IGNORE INTO window_boards (board, from_ms, to_ms, state, created_at_ms, built_through_ms)
+     SELECT @board, @fromMs, @toMs, 'building', @nowMs, through_ms FROM projection_state WHERE id = 1`,
+  ).run({ board: request.board, fromMs: request.fromMs, toMs: request.toMs, nowMs: request.nowMs });
 }
 
-/** The LeaderboardsStore reads, over the open connection (index.ts composes them; the projection's steps are flows). */
-export const leaderboardReads = { readBoard, readStanding, projectionState };
+function capWindowBoards(db: SqliteDb, board: number, keep: number): void {
+  statement(
+    db,
+    `UPDATE window_boards SET state = 'dropping' WHERE window_id IN (
+       SELECT window_id FROM window_boards WHERE board = ? AND state <> 'dropping' ORDER BY window_id DESC LIMIT -1 OFFSET ?)`,
+  ).run(board, keep);
+}
+
+/** The leaderboard reads' primitives, synchronously. */
+export const leaderboardReads = {
+  readThrough,
+  findWindowBoard,
+  rankedRows,
+  participants,
+  entryUnits,
+  entriesAhead,
+  windowPage,
+  windowStanding,
+  requestWindowBoard,
+  capWindowBoards,
+} satisfies LeaderboardReadPort<SqliteDb, "sync">;
+
+/**
+ * The leaderboard reads over the connection `current()` returns (index.ts may reopen it): a
+ * snapshot is one deferred read transaction (WAL: it sees one commit and blocks no writer); a
+ * window board's request one IMMEDIATE transaction.
+ */
+export function sqliteLeaderboardReads(current: () => SqliteDb): LeaderboardReadsOf<SqliteDb, "sync"> {
+  return {
+    mode: "sync",
+    port: leaderboardReads,
+    snapshot: (work) => {
+      const db = current();
+      return db.transaction(() => work(db))();
+    },
+    transact: (work) => {
+      const db = current();
+      return db.transaction(() => work(db)).immediate();
+    },
+    isUnavailable: (error) => toStoreError(error) instanceof StoreUnavailableError,
+  };
+}
