@@ -35,8 +35,13 @@ beforeAll(async () => {
     secondsToFinalize: 1,
   });
   // The server's finalizer moves it within about a second of finalizeAt; nothing to await but its status.
-  await pollUntil("the batch to finalize", FINALIZED_WITHIN_MS, async () =>
-    (await client.getBatch(batchId)).status === "FINALIZED" ? true : undefined,
+  const finalizedAt = await pollUntil("the batch to finalize", FINALIZED_WITHIN_MS, async () => {
+    const batch = await client.getBatch(batchId);
+    return batch.status === "FINALIZED" ? Date.parse(batch.finalizedAt!) : undefined;
+  });
+  // Then the board counts it: its through is at or past the batch's finalizedAt (API.md).
+  await pollUntil("the leaderboards to count the batch", FINALIZED_WITHIN_MS, async () =>
+    Date.parse((await client.leaderboardPage({ pointType: "PHASE2_POINTS", limit: 1 })).through) >= finalizedAt ? true : undefined,
   );
   today = new Date().toISOString().slice(0, 10);
 });
@@ -48,7 +53,7 @@ afterAll(async () => {
 describe("PointsClient leaderboards", () => {
   it("leaderboardPage answers one page; leaderboard iterates every entry across pages; rank answers one address", async () => {
     const whole = await client.leaderboardPage({ pointType: "PHASE2_POINTS", limit: 1000 });
-    expect(Object.keys(whole).sort()).toEqual(["cursor", "entries", "from", "participants", "pointType", "to"]);
+    expect(Object.keys(whole).sort()).toEqual(["cursor", "entries", "from", "participants", "pointType", "through", "to"]);
     expect(whole).toMatchObject({ pointType: "PHASE2_POINTS", from: null, to: null, participants: 7, cursor: null });
     expect(whole.entries.map((entry) => [entry.rank, entry.points])).toEqual([
       [1, "9"],
@@ -75,6 +80,7 @@ describe("PointsClient leaderboards", () => {
       rank: 1,
       points: "9",
       participants: 7,
+      through: expect.any(String),
     });
     const stranger = randomAddress();
     expect(await client.rank(stranger, { pointType: "PHASE2_POINTS" })).toEqual({
@@ -82,18 +88,26 @@ describe("PointsClient leaderboards", () => {
       rank: null,
       points: "0",
       participants: 7,
+      through: expect.any(String),
     });
   });
 
   it("the admin client reads any contract's board with leaderboardPageOf, leaderboardOf and rankOf; without a token it is 401 here (no PUBLIC_READS)", async () => {
     const whole = await client.leaderboardPage({ pointType: "PHASE2_POINTS", limit: 1000 });
     const admin = new PointsAdminClient({ baseUrl: server.url, adminToken });
-    expect(await admin.leaderboardPageOf(contract.toLowerCase(), { pointType: "PHASE2_POINTS", limit: 1000 })).toEqual(whole);
+    expect(await admin.leaderboardPageOf(contract.toLowerCase(), { pointType: "PHASE2_POINTS", limit: 1000 })).toEqual({
+      ...whole,
+      through: expect.any(String),
+    });
     const iterated: LeaderboardEntry[] = [];
     for await (const entry of admin.leaderboardOf(contract, { pointType: "PHASE2_POINTS", limit: 3 })) iterated.push(entry);
     expect(iterated).toEqual(whole.entries);
     const last = whole.entries.at(-1)!;
-    expect(await admin.rankOf(contract, last.address, { pointType: "PHASE2_POINTS" })).toEqual({ ...last, participants: 7 });
+    expect(await admin.rankOf(contract, last.address, { pointType: "PHASE2_POINTS" })).toEqual({
+      ...last,
+      participants: 7,
+      through: expect.any(String),
+    });
     const anonymous = await new PublicClient({ baseUrl: server.url })
       .leaderboardPageOf(contract, { pointType: "PHASE2_POINTS" })
       .catch((error: unknown) => error);
@@ -104,7 +118,15 @@ describe("PointsClient leaderboards", () => {
     const window = await client.leaderboardPage({ pointType: "PHASE2_POINTS", from: new Date(), to: "2099-01-01" });
     expect(window).toMatchObject({ from: today, to: "2099-01-01", participants: 7 });
     const past = await client.leaderboardPage({ pointType: "PHASE2_POINTS", to: "2000-01-01" });
-    expect(past).toEqual({ pointType: "PHASE2_POINTS", from: null, to: "2000-01-01", participants: 0, entries: [], cursor: null });
+    expect(past).toEqual({
+      pointType: "PHASE2_POINTS",
+      from: null,
+      to: "2000-01-01",
+      participants: 0,
+      through: expect.any(String),
+      entries: [],
+      cursor: null,
+    });
     const refused = await client.leaderboardPage({ pointType: "PHASE2_POINTS", from: "2026-02-30" }).catch((error: unknown) => error);
     expect(PointsApiError.is(refused, "VALIDATION_FAILED") && refused.details?.map((detail) => detail.path)).toEqual(["from"]);
   });
@@ -144,7 +166,9 @@ describe("points-ledger leaderboard, rank, balances --as-of", () => {
     const page = await runCli(["leaderboard", "--contract", contract, "--point-type", "PHASE2_POINTS", "--limit", "3"], env());
     expect(page.code, page.stderr).toBe(0);
     const lines = page.stdout.trim().split("\n");
-    expect(lines[0]).toMatch(/^leaderboard of 0x[0-9a-fA-F]{40}, PHASE2_POINTS, all time: 7 participant\(s\)$/);
+    expect(lines[0]).toMatch(
+      /^leaderboard of 0x[0-9a-fA-F]{40}, PHASE2_POINTS, all time: 7 participant\(s\), as of (\d{4}-\d{2}-\d{2} )?\d{2}:\d{2}:\d{2} UTC$/,
+    );
     expect(lines[1]).toMatch(/^\s*rank\s+address\s+points$/);
     expect(lines.slice(2).map((line) => line.trim().split(/\s+/))).toEqual(
       whole.entries.slice(0, 3).map((entry) => [String(entry.rank), entry.address, entry.points]),
@@ -180,10 +204,12 @@ describe("points-ledger leaderboard, rank, balances --as-of", () => {
     const top = (await client.leaderboardPage({ pointType: "PHASE2_POINTS", limit: 1 })).entries[0]!;
     const ranked = await runCli(["rank", top.address, "--contract", contract, "--point-type", "PHASE2_POINTS"], env());
     expect(ranked.code, ranked.stderr).toBe(0);
-    expect(ranked.stdout.trim()).toBe(`${top.address}: rank 1 of 7, 9 PHASE2_POINTS`);
+    expect(ranked.stdout.trim()).toMatch(
+      new RegExp(`^${top.address}: rank 1 of 7, 9 PHASE2_POINTS, as of (\\d{4}-\\d{2}-\\d{2} )?\\d{2}:\\d{2}:\\d{2} UTC$`),
+    );
     const stranger = randomAddress();
     const unranked = await runCli(["rank", stranger, "--contract", contract, "--point-type", "PHASE2_POINTS", "--from", today], env());
-    expect(unranked.stdout.trim()).toBe(`${stranger}: not ranked, 0 PHASE2_POINTS`);
+    expect(unranked.stdout.trim()).toMatch(new RegExp(`^${stranger}: not ranked, 0 PHASE2_POINTS, as of `));
 
     const missing = await runCli(["leaderboard", "--contract", contract], env());
     expect(missing.code).toBe(2);

@@ -551,7 +551,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       const [store, other] = stores;
       await store.migrate();
       const finalizedOld = old.filter((batch) => batch.status === "FINALIZED");
-      expect(await store.projectionState()).toEqual({ throughMs: 0, queued: finalizedOld.length });
+      expect(await store.projectionState()).toMatchObject({ throughMs: 0, queued: finalizedOld.length });
 
       const run = new Run(store, random);
       for (const batch of finalizedOld) run.model.finalized(batch.contract, batch.pointType, batch.transfers, batch.finalizedAtMs!);
@@ -572,7 +572,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       const job = new ProjectionJob(store, new ManualClock(liveAtMs + 1000), { maxStepSize: 4 }, null, pino({ enabled: false }));
       const [jobRun] = await Promise.all([job.runOnce(), drainProjection(other, liveAtMs + 1000, 3)]);
       expect(jobRun).toBe(false);
-      expect(await store.projectionState()).toEqual({ throughMs: liveAtMs + 1000, queued: 0 });
+      expect(await store.projectionState()).toEqual({ throughMs: liveAtMs + 1000, queued: 0, oldestQueuedMs: null });
       expect((await store.applyProjection(5, liveAtMs + 1000)).applied).toBe(0);
       for (const contract of contracts) {
         for (const pointType of POINT_TYPES) {
@@ -639,7 +639,7 @@ export function compactHistorySuite(name: string, fixture: CompactHistoryFixture
       });
       await store.migrate();
       expect(await oldTables()).toEqual([]);
-      expect(await store.projectionState()).toEqual({ throughMs: 0, queued: 2 });
+      expect(await store.projectionState()).toMatchObject({ throughMs: 0, queued: 2 });
       const board = { contract, pointType: "PHASE2_POINTS" as const, window: ALL_TIME, limit: 10, after: null };
       expect(await store.readBoard(board)).toEqual({ throughMs: 0, participants: 0, rows: [], more: false });
       expect((await store.applyProjection(10, T0 + DAY_MS)).applied).toBe(2);

@@ -104,6 +104,8 @@ export interface LeaderboardsStore {
 export interface ProjectionState {
   throughMs: number;
   queued: number;
+  /** The earliest finalization time still queued; null when the queue is empty. */
+  oldestQueuedMs: number | null;
 }
 
 export interface ProjectionStep {

@@ -360,11 +360,17 @@ export const projection = {
 
 /** The projection's through and how many batches are queued, in one statement. */
 export async function projectionState(pool: Queryable): Promise<ProjectionState> {
-  const { rows } = await pool.query<{ through_ms: string; queued: string }>({
+  const { rows } = await pool.query<{ through_ms: string; queued: string; oldest: string | null }>({
     name: "pl-pj-state",
-    text: "SELECT through_ms, (SELECT count(*) FROM projection_queue) AS queued FROM projection_state WHERE id = 1",
+    text: `SELECT through_ms, (SELECT count(*) FROM projection_queue) AS queued, (SELECT min(finalized_at_ms) FROM projection_queue) AS oldest
+           FROM projection_state WHERE id = 1`,
   });
-  return { throughMs: toNumber(rows[0]!.through_ms), queued: Number(rows[0]!.queued) };
+  const oldest = rows[0]!.oldest;
+  return {
+    throughMs: toNumber(rows[0]!.through_ms),
+    queued: Number(rows[0]!.queued),
+    oldestQueuedMs: oldest === null ? null : toNumber(oldest),
+  };
 }
 
 // ---- Window boards (the window job's steps) ---------------------------------------------------

@@ -12,6 +12,7 @@ import type {
   LeaderboardReadPort,
   LeaderboardReadsOf,
   ProjectionPort,
+  ProjectionState,
   QueuedBatch,
   RankedBoard,
   WindowBoardRequest,
@@ -253,11 +254,14 @@ export const projection = {
 } satisfies ProjectionPort<SqliteDb, "sync">;
 
 /** The projection's through and queue, read outside any transaction. */
-export function projectionState(db: SqliteDb): { throughMs: number; queued: number } {
-  const [throughMs, queued] = statement(db, "SELECT through_ms, (SELECT count(*) FROM projection_queue) FROM projection_state WHERE id = 1")
+export function projectionState(db: SqliteDb): ProjectionState {
+  const [throughMs, queued, oldest] = statement(
+    db,
+    "SELECT through_ms, (SELECT count(*) FROM projection_queue), (SELECT min(finalized_at_ms) FROM projection_queue) FROM projection_state WHERE id = 1",
+  )
     .raw(true)
-    .get() as [bigint, bigint];
-  return { throughMs: toNumber(throughMs), queued: toNumber(queued) };
+    .get() as [bigint, bigint, bigint | null];
+  return { throughMs: toNumber(throughMs), queued: toNumber(queued), oldestQueuedMs: oldest === null ? null : toNumber(oldest) };
 }
 
 // ---- Window boards -----------------------------------------------------------------------------
