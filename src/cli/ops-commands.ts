@@ -3,6 +3,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Config } from "../config.js";
 import { openStore } from "../ledger/open.js";
+import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { MigrationStatus } from "../store/migration-status.js";
 import { printableDatabaseUrl } from "./startup-errors.js";
 import { UsageError } from "./commands.js";
@@ -96,6 +97,8 @@ async function migrate(argv: string[], config: ConfigSource): Promise<number> {
   const store = await openStore(settings);
   try {
     await store.migrate();
+    // As serve does: a POINT_TYPES that drops a type the ledger holds is refused (exit 2, naming it).
+    await assertPointTypesConfigured(store, settings.pointTypes);
   } finally {
     await store.close();
   }

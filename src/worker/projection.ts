@@ -7,6 +7,7 @@ import {
   PROJECTION_MAX_DEFER_MS,
   PROJECTION_BACKLOG_DUE_MS,
   PROJECTION_FIRST_STEP,
+  PROJECTION_IDLE_ADVANCE_MS,
   PROJECTION_MAX_STEP,
   PROJECTION_STEP_TARGET_MS,
 } from "../domain/limits.js";
@@ -77,6 +78,7 @@ export class ProjectionJob {
   /** Up to HISTORY_BACKFILL_MAX_STEPS steps; true when it stopped at that bound with batches left. */
   async runOnce(): Promise<boolean> {
     for (let steps = 0; steps < HISTORY_BACKFILL_MAX_STEPS; steps++) {
+      if (await this.idle()) return false;
       const turn = await this.turn();
       if (turn === "defer") return false;
       const startedMs = performance.now();
@@ -91,6 +93,15 @@ export class ProjectionJob {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return true;
+  }
+
+  /**
+   * Nothing to apply and through recent: one read without a lock, so an idle service's job costs a
+   * statement a poll (the step itself locks the projection's state, which finalizations wait for).
+   */
+  private async idle(): Promise<boolean> {
+    const { queued, throughMs } = await this.store.projectionState();
+    return queued === 0 && this.clock.now() - throughMs < PROJECTION_IDLE_ADVANCE_MS;
   }
 
   /** A backlog of due batches: this process's finalizer says so, or the database holds a batch due for a while. */
