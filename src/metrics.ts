@@ -1,5 +1,7 @@
 import type { EventDataByType, LedgerEvent } from "./domain/events.js";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { OVERDUE_BATCH_SECONDS, OVERDUE_BATCHES_COUNTED_MAX } from "./domain/limits.js";
+import type { LedgerStore } from "./store/store.js";
 
 /** One registry per app, so tests can build several apps in one process. */
 export function createMetrics() {
@@ -55,6 +57,7 @@ export function createMetrics() {
       registers: [registry],
     }),
     ...jobMetrics(registry),
+    ...databaseMetrics(registry),
   };
 }
 
@@ -99,6 +102,46 @@ function jobMetrics(registry: Registry) {
       registers: [registry],
     }),
   };
+}
+
+/** Read from the database at each scrape of /metrics (refreshDatabaseGauges), so they hold even when no job runs. */
+function databaseMetrics(registry: Registry) {
+  return {
+    databaseUp: new Gauge({
+      name: "points_database_up",
+      help: "1 when the database answers and accepts writes (what GET /readyz checks), 0 when it is unreachable, full or read-only",
+      registers: [registry],
+    }),
+    batchesOverdue: new Gauge({
+      name: "points_batches_overdue",
+      help: `PENDING batches more than ${OVERDUE_BATCH_SECONDS} s past their finalizeAt (the whole database; counted up to ${OVERDUE_BATCHES_COUNTED_MAX})`,
+      registers: [registry],
+    }),
+  };
+}
+
+/**
+ * Sets the database gauges just before a scrape: whether the database answers and accepts writes
+ * (the store's readiness probe) and, when it does, how many batches are overdue. While it does not
+ * answer, the overdue count keeps its last value: points_database_up says why it is stale.
+ */
+export async function refreshDatabaseGauges(
+  metrics: Metrics,
+  store: Pick<LedgerStore, "ping" | "countOverdueBatches">,
+  nowMs: number,
+): Promise<void> {
+  try {
+    await store.ping();
+  } catch {
+    metrics.databaseUp.set(0);
+    return;
+  }
+  metrics.databaseUp.set(1);
+  try {
+    metrics.batchesOverdue.set(await store.countOverdueBatches(nowMs - OVERDUE_BATCH_SECONDS * 1000, OVERDUE_BATCHES_COUNTED_MAX));
+  } catch {
+    // The probe passed and the count failed: a database going away right now; the next scrape says so.
+  }
 }
 
 /**

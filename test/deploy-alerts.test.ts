@@ -146,10 +146,11 @@ function selectorProblem(selector: Selector, metricsFrom: string | undefined): s
 }
 
 describe("the metrics the rules and the dashboard query", () => {
-  it("finds 14 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
+  it("finds 15 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
     expect(rules.map((rule) => rule.alert).sort()).toEqual(
       [
         "PointsLedgerBatchesFailingToFinalize",
+        "PointsLedgerBatchesOverdue",
         "PointsLedgerDatabaseUnavailable",
         "PointsLedgerDiskFillingUp",
         "PointsLedgerDiskSpaceLow",
@@ -234,7 +235,7 @@ describe("docs/operations.md", () => {
 // promtool.
 
 describe.skipIf(!promtool)("promtool", () => {
-  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 14 rules", () => {
+  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 15 rules", () => {
     const result = spawnSync(promtool!, ["check", "rules", RULES_PATH], { encoding: "utf8" });
     expect(result.status, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain(`SUCCESS: ${rules.length} rules found`);
@@ -289,11 +290,18 @@ const SCENARIOS: Record<string, Scenario> = {
   },
   PointsLedgerDatabaseUnavailable: {
     evalTime: "10m",
-    failing: [[`points_http_requests_total{${SVC}, method="GET", route="/readyz", status="503"}`, "0+1x10"]],
-    healthy: [
-      [`points_http_requests_total{${SVC}, method="GET", route="/readyz", status="503"}`, "3x10"],
-      [`points_http_requests_total{${SVC}, method="GET", route="/readyz", status="200"}`, "0+1x10"],
+    failing: [
+      [`points_database_up{${SVC}}`, "1 1 1 0x10"],
+      [`points_database_up{job="points-ledger", instance="b:8080"}`, "1x13"],
     ],
+    // A database that went away for a minute and came back.
+    healthy: [[`points_database_up{${SVC}}`, "1 1 1 0 1x10"]],
+  },
+  PointsLedgerBatchesOverdue: {
+    evalTime: "10m",
+    failing: [[`points_batches_overdue{${SVC}}`, "0 0 3 5 8 13x10"]],
+    // An overdue batch that the finalizer caught up with within minutes.
+    healthy: [[`points_batches_overdue{${SVC}}`, "0 2 1 0x10"]],
   },
   PointsLedgerFinalizerLagHigh: {
     evalTime: "15m",

@@ -684,6 +684,18 @@ function finalizeTests({ store, freshWindow }: Fixture): void {
       expect(next === null || next > a.finalizeAtMs + 20_000).toBe(true);
     });
 
+    it("counts PENDING batches due before a time, up to a limit (countOverdueBatches, the /metrics gauge)", async () => {
+      const { contract, a, b, c } = await threeBatches();
+      expect(await store.countOverdueBatches(b.finalizeAtMs, 100)).toBe(0);
+      expect(await store.countOverdueBatches(b.finalizeAtMs + 1, 100)).toBe(1);
+      expect(await store.countOverdueBatches(a.finalizeAtMs + 1, 100)).toBe(3);
+      expect(await store.countOverdueBatches(a.finalizeAtMs + 1, 2)).toBe(2);
+      // Cancelled and finalized batches are not overdue.
+      await store.cancelBatch(contract, c.batchId, c.finalizeAtMs - 1);
+      expect(await store.finalizeDue(b.finalizeAtMs, 100)).toHaveLength(1);
+      expect(await store.countOverdueBatches(a.finalizeAtMs + 1, 100)).toBe(1);
+    });
+
     it("respects the limit, taking the oldest first", async () => {
       const { a, b, c } = await threeBatches();
       const nowMs = a.finalizeAtMs;

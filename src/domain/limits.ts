@@ -256,3 +256,12 @@ export const SNAPSHOT_AS_OF_MIN_AGE_MS = 60_000;
 
 /** How long a client waits before asking again for a snapshot as of a time the projection has not reached (503). */
 export const PROJECTION_BEHIND_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * /metrics: a PENDING batch this long past its finalizeAt is overdue (points_batches_overdue);
+ * the finalizer's target is 50 ms and a failed attempt is retried within seconds, so a minute
+ * means no finalizer runs, or it cannot keep up. The count stops at the second bound (one bounded
+ * range of the batches_due index per scrape, whatever the backlog).
+ */
+export const OVERDUE_BATCH_SECONDS = 60;
+export const OVERDUE_BATCHES_COUNTED_MAX = 100_000;

@@ -7,6 +7,7 @@ import { POINT_DECIMALS } from "../../domain/points.js";
 import type { Config } from "../../config.js";
 import type { AppContext } from "../context.js";
 import { metricsExample } from "../openapi-docs.js";
+import { refreshDatabaseGauges } from "../../metrics.js";
 import { Responses, parametersResponseSchema, responses, textResponse } from "../schemas.js";
 
 /** `MINIMUM_<TYPE>_TRANSFER_SIZE` of every configured point type, in POINT_TYPES order. */
@@ -58,6 +59,7 @@ export function operationRoutes(app: FastifyInstance, ctx: AppContext): void {
 
   const metricsResponse = { 200: textResponse("text/plain", "Prometheus text exposition format.", metricsExample) };
   app.get("/metrics", { config: operational, schema: { tags: ["operations"], response: metricsResponse } }, async (_request, reply) => {
+    await refreshDatabaseGauges(ctx.metrics, ctx.store, ctx.clock.now());
     reply.header("content-type", ctx.metrics.registry.contentType);
     return ctx.metrics.registry.metrics();
   });

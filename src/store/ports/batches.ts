@@ -89,6 +89,11 @@ export interface BatchesStore {
   nextFinalizeAtMs(): Promise<number | null>;
   /** PENDING batches whose last finalization attempt failed (the whole database, cheap: a partial index). */
   countFailingBatches(): Promise<number>;
+  /**
+   * PENDING batches whose finalizeAt is before `dueBeforeMs` (the whole database), counted up to
+   * `limit`: a range of the batches_due index, bounded so a huge backlog costs one bounded scan.
+   */
+  countOverdueBatches(dueBeforeMs: number, limit: number): Promise<number>;
 }
 
 /** A batch row as the flows see it: the batch, and its row's key (`seq`, decimal). */
@@ -143,4 +148,5 @@ export interface BatchesPort<Db, out M extends Io = Io> {
   listBatches(db: Db, contract: AddressKey, query: BatchQuery): Out<M, BatchPage>;
   nextFinalizeAtMs(db: Db): Out<M, number | null>;
   countFailingBatches(db: Db): Out<M, number>;
+  countOverdueBatches(db: Db, dueBeforeMs: number, limit: number): Out<M, number>;
 }

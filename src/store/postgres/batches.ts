@@ -243,6 +243,17 @@ export async function countFailingBatches(db: Queryable): Promise<number> {
   return Number(rows[0]!.count);
 }
 
+/** PENDING batches due before `dueBeforeMs`, counted up to `limit` over the batches_due index. */
+export async function countOverdueBatches(db: Queryable, dueBeforeMs: number, limit: number): Promise<number> {
+  const { rows } = await db.query<{ count: string }>({
+    name: "pl-count-overdue-batches",
+    text: `SELECT count(*) AS count FROM (SELECT 1 FROM batches WHERE status = 'PENDING' AND finalize_at_ms < $1
+             ORDER BY finalize_at_ms LIMIT $2) AS overdue`,
+    values: [dueBeforeMs, limit],
+  });
+  return Number(rows[0]!.count);
+}
+
 export async function listBatches(db: Queryable, contract: AddressKey, query: BatchQuery): Promise<BatchPage> {
   const params: (string | number)[] = [contract];
   const where = ["contract = $1"];
@@ -311,4 +322,5 @@ export const batches = {
   listBatches,
   nextFinalizeAtMs,
   countFailingBatches,
+  countOverdueBatches,
 } satisfies BatchesPort<Queryable, "async">;

@@ -55,6 +55,7 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     finalizeDue: guarded(ledger.finalizeDue),
     nextFinalizeAtMs: () => run(() => batches.nextFinalizeAtMs(pool)),
     countFailingBatches: () => run(() => batches.countFailingBatches(pool)),
+    countOverdueBatches: (dueBeforeMs, limit) => run(() => batches.countOverdueBatches(pool, dueBeforeMs, limit)),
     serverKey: (name, candidate) => run(() => auth.readOrStoreServerKey(pool, name, candidate)),
     useChallengeNonce: (nonce, expiresAtMs) => run(() => auth.insertUsedNonce(pool, nonce, expiresAtMs)),
     createToken: (token) => run(() => auth.insertToken(pool, token)),

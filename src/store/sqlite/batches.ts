@@ -252,6 +252,17 @@ export function countFailingBatches(db: SqliteDb): number {
   return Number(count);
 }
 
+/** PENDING batches due before `dueBeforeMs`, counted up to `limit` over the batches_due index. */
+export function countOverdueBatches(db: SqliteDb, dueBeforeMs: number, limit: number): number {
+  const count = statement(
+    db,
+    "SELECT count(*) FROM (SELECT 1 FROM batches WHERE status = 'PENDING' AND finalize_at_ms < ? ORDER BY finalize_at_ms LIMIT ?)",
+  )
+    .pluck(true)
+    .get(dueBeforeMs, limit) as bigint;
+  return Number(count);
+}
+
 /**
  * The earliest time a claim can find something: the oldest finalizeAt among batches that never
  * failed, or the earliest retry of one that did. Each side reads the first entry of an index.
@@ -285,4 +296,5 @@ export const batches = {
   listBatches,
   nextFinalizeAtMs,
   countFailingBatches,
+  countOverdueBatches,
 } satisfies BatchesPort<SqliteDb, "sync">;

@@ -50,6 +50,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     listBatches: async (contract, query) => batches.listBatches(db, contract, query),
     nextFinalizeAtMs: async () => batches.nextFinalizeAtMs(db),
     countFailingBatches: async () => batches.countFailingBatches(db),
+    countOverdueBatches: async (dueBeforeMs, limit) => batches.countOverdueBatches(db, dueBeforeMs, limit),
     serverKey: async (name, candidate) => auth.readOrStoreServerKey(db, name, candidate),
     useChallengeNonce: async (nonce, expiresAtMs) => auth.insertUsedNonce(db, nonce, expiresAtMs),
     createToken: async (token) => auth.insertToken(db, token),
