@@ -111,11 +111,11 @@ describe("the claim rule", () => {
 
   it("deals every endpoint's first turn before any second, oldest first, within each contract's cap and the limit", () => {
     const candidates = [
-      { name: "a0", contract: "c1", turn: 0, dueAtMs: 30 },
-      { name: "a1", contract: "c1", turn: 1, dueAtMs: 10 },
-      { name: "b0", contract: "c1", turn: 0, dueAtMs: 20 },
-      { name: "c0", contract: "c2", turn: 0, dueAtMs: 40 },
-      { name: "c1", contract: "c2", turn: 1, dueAtMs: 50 },
+      { name: "a0", contract: "c1", turn: 0, dueAtMs: 30, seq: 1n },
+      { name: "a1", contract: "c1", turn: 1, dueAtMs: 10, seq: 2n },
+      { name: "b0", contract: "c1", turn: 0, dueAtMs: 20, seq: 3n },
+      { name: "c0", contract: "c2", turn: 0, dueAtMs: 40, seq: 4n },
+      { name: "c1", contract: "c2", turn: 1, dueAtMs: 50, seq: 5n },
     ];
     const names = (chosen: { name: string }[]) => chosen.map((candidate) => candidate.name);
     expect(names(chooseDue(candidates, new Map(), caps))).toEqual(["b0", "a0", "c0", "a1", "c1"]);

@@ -240,16 +240,54 @@ export function endpointRoom(endpoint: ClaimableEndpoint, sendsInFlight: number,
   return Math.max(0, cap - sendsInFlight);
 }
 
-/** A due delivery an endpoint offers: its `turn`-th oldest due (0 first). */
+/** A delivery as the claim reads it. */
+export interface DeliveryLeaseState {
+  status: DeliveryStatus;
+  nextAttemptAtMs: number | null;
+  /** The lease's end; null when never leased or released. */
+  claimedUntilMs: number | null;
+}
+
+/** A send in flight: a PENDING delivery whose lease has not run out (its job may be sending it). */
+export function leaseIsLive(delivery: DeliveryLeaseState, nowMs: number): boolean {
+  return delivery.status === "PENDING" && delivery.claimedUntilMs !== null && delivery.claimedUntilMs > nowMs;
+}
+
+/** Due: PENDING, its next attempt's time come, and no live lease (a lease whose job died runs out). */
+export function isDue(delivery: DeliveryLeaseState, nowMs: number): boolean {
+  return (
+    delivery.status === "PENDING" &&
+    delivery.nextAttemptAtMs !== null &&
+    delivery.nextAttemptAtMs <= nowMs &&
+    (delivery.claimedUntilMs === null || delivery.claimedUntilMs <= nowMs)
+  );
+}
+
+/**
+ * The order due deliveries are taken in: oldest due first, then oldest created (the row's `seq`);
+ * within an endpoint it says which deliveries fill its room, across endpoints (after the turn) which
+ * a claim takes first.
+ */
+export function dueOrder(a: { dueAtMs: number; seq: bigint }, b: { dueAtMs: number; seq: bigint }): number {
+  return a.dueAtMs - b.dueAtMs || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0);
+}
+
+/** A contract holds at most `maxPerContract` endpoints. */
+export function endpointLimitReached(endpointCount: number, maxPerContract: number): boolean {
+  return endpointCount >= maxPerContract;
+}
+
+/** A due delivery an endpoint offers: its `turn`-th in dueOrder (0 first); `seq` is its row's position. */
 export interface DueCandidate {
   contract: string;
   turn: number;
   dueAtMs: number;
+  seq: bigint;
 }
 
 /**
  * Which due deliveries a claim takes: round-robin by endpoint (every endpoint's first turn before
- * any second), oldest due first within a turn, each contract up to perContractLimit sends in
+ * any second), in dueOrder within a turn, each contract up to perContractLimit sends in
  * flight (`contractSends`: its live leases), at most `limit`.
  */
 export function chooseDue<T extends DueCandidate>(
@@ -259,7 +297,7 @@ export function chooseDue<T extends DueCandidate>(
 ): T[] {
   const sends = new Map(contractSends);
   const chosen: T[] = [];
-  for (const candidate of [...candidates].sort((a, b) => a.turn - b.turn || a.dueAtMs - b.dueAtMs)) {
+  for (const candidate of [...candidates].sort((a, b) => a.turn - b.turn || dueOrder(a, b))) {
     if (chosen.length >= caps.limit) break;
     const taken = sends.get(candidate.contract) ?? 0;
     if (taken >= caps.perContractLimit) continue;

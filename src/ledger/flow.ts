@@ -74,6 +74,12 @@ export function inFinalizeAttempt<Db, R>(database: LedgerDatabase<Db>, pass: Db,
   return database.finalizeAttempt(pass, (db) => runAsync(flow(database.ports, db)));
 }
 
+/** Runs `flow` as one write pass (LedgerDatabaseOf.writePass). */
+export function inWritePass<Db, R>(database: LedgerDatabase<Db>, flow: TransactionFlow<Db, R>): R | Promise<R> {
+  if (database.mode === "sync") return database.writePass((db) => runSync(flow(database.ports, db)));
+  return database.writePass((db) => runAsync(flow(database.ports, db)));
+}
+
 /** Runs `flow` outside any transaction, each statement on its own (LedgerDatabaseOf.read). */
 export function readWith<Db, R>(database: LedgerDatabase<Db>, flow: TransactionFlow<Db, R>): R | Promise<R> {
   if (database.mode === "sync") return database.read((db) => runSync(flow(database.ports, db)));

@@ -10,11 +10,12 @@ import { readBoard, readStanding } from "./leaderboards.js";
 import { applyProjection, buildWindowBoards } from "./projection.js";
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
+import { webhookOperations } from "./webhooks.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
- * submit, cancel, finalize, credit, operator change and API keys, the projection's steps, and the
- * leaderboard reads (over `boards`, ./leaderboards.ts). Adapters supply the database; each
+ * submit, cancel, finalize, credit, operator change and API keys, the projection's steps, webhook
+ * endpoints and deliveries (./webhooks.ts), and the leaderboard reads (over `boards`, ./leaderboards.ts). Adapters supply the database; each
  * operation begins, reads, decides (src/domain/transitions.ts), writes, appends its events and
  * commits here. Each takes who acts; the store's callers that name no one (tools, tests) act as
  * the service itself. The HTTP routes and the CLI always name the actor.
@@ -33,5 +34,6 @@ export function ledgerOperations<Db, ReadDb>(database: LedgerDatabase<Db>, board
     buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
     readBoard: async (query) => readBoard(boards, query),
     readStanding: async (contract, pointType, window, address, nowMs) => readStanding(boards, contract, pointType, window, address, nowMs),
+    ...webhookOperations(database),
   };
 }

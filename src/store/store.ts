@@ -64,7 +64,7 @@ export interface LedgerStore
   verify(): Promise<Violation[]>;
 }
 
-/** The LedgerStore operations the flows of src/ledger/ implement, once for both adapters. */
+/** The LedgerStore operations the flows of src/ledger/ implement, once for both adapters (webhooks: src/ledger/webhooks.ts). */
 export type LedgerOperations = Pick<
   LedgerStore,
   | "submitBatch"
@@ -78,6 +78,7 @@ export type LedgerOperations = Pick<
   | "buildWindowBoards"
   | "readBoard"
   | "readStanding"
+  | keyof WebhooksStore
 >;
 
 /**

@@ -6,6 +6,7 @@ import type { BatchesPort } from "./batches.js";
 import type { CreditsPort } from "./credits.js";
 import type { Io, Out } from "./io.js";
 import type { ProjectionPort, WindowBoardsPort } from "./leaderboards.js";
+import type { WebhooksPort } from "./webhooks.js";
 
 /** Appends events in the transition's own transaction (the outbox: an event exists iff its change committed). */
 export interface EventsAppendPort<Db, out M extends Io = Io> {
@@ -22,6 +23,7 @@ export interface LedgerPorts<Db, out M extends Io = Io> {
   events: EventsAppendPort<Db, M>;
   projection: ProjectionPort<Db, M>;
   windowBoards: WindowBoardsPort<Db, M>;
+  webhooks: WebhooksPort<Db, M>;
 }
 
 export interface TransactOptions<R> {
@@ -48,6 +50,13 @@ export interface LedgerDatabaseOf<Db, M extends "sync" | "async"> {
   finalizePass<R>(work: (db: Db) => Out<M, R>): Out<M, R>;
   /** One batch's finalization inside a pass, atomic on its own: rolled back alone when it throws. */
   finalizeAttempt<R>(pass: Db, work: (db: Db) => Out<M, R>): Out<M, R>;
+  /**
+   * Runs `work` as writes that need no transaction of their own on PostgreSQL (the pool: each
+   * statement commits alone, its row locks SKIP LOCKED or re-checked where it writes), and as one
+   * write transaction on SQLite (one commit, the writer held without interleaving): the delivery
+   * claim, single-statement writes.
+   */
+  writePass<R>(work: (db: Db) => Out<M, R>): Out<M, R>;
   /** Longest one pass goes on attempting batches (SQLite holds the writer and the event loop meanwhile). */
   readonly finalizePassBudgetMs: number;
   /** The database itself failed (unreachable, cannot write): not a batch's fault, so a pass stops. */

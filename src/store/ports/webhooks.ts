@@ -2,21 +2,29 @@ import type { AddressKey } from "../../domain/address.js";
 import type { LedgerEvent } from "../../domain/events.js";
 import type {
   AttemptOutcome,
+  ClaimableEndpoint,
   ClaimedDelivery,
+  DeliveryAfterAttempt,
+  DeliveryAttempt,
   DeliveryLease,
   DeliveryStatus,
+  DueCandidate,
+  EndpointFields,
   EndpointOperation,
   NewWebhookEndpoint,
   WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointChange,
 } from "../../domain/webhooks.js";
+import type { Io, Out } from "./io.js";
 
 /**
- * The webhooks port (docs/api.md, Webhooks): endpoints, their secrets and deliveries. Adapters:
- * sqlite/webhooks.ts and postgres/webhooks.ts, each ending in `satisfies WebhooksStore`; deliveries
- * are fanned out by each adapter's fanOutDeliveries in the transaction that appends the events
- * (ports/events.ts). The endpoint and delivery types are the domain's (domain/webhooks.ts).
+ * The webhooks port (docs/api.md, Webhooks): endpoints, their secrets and deliveries. Its
+ * operations (WebhooksStore) are flows written once, in src/ledger/webhooks.ts, over the table
+ * primitives of WebhooksPort; adapters: sqlite/webhooks.ts and postgres/webhooks.ts, each ending
+ * in `satisfies WebhooksPort`. Deliveries are fanned out by each adapter's fanOutDeliveries in the
+ * transaction that appends the events (ports/events.ts). The endpoint and delivery types and every
+ * rule (limits, claims, backoff, what an attempt leaves) are the domain's (domain/webhooks.ts).
  */
 
 export type {
@@ -118,4 +126,93 @@ export interface WebhooksStore {
   purgeDeliveries(finishedBeforeMs: number, limit: number): Promise<number>;
   /** PENDING deliveries of the whole database and the creation time of the oldest (metrics). */
   webhookBacklog(): Promise<WebhookBacklog>;
+}
+
+/** Live leases (sends in flight, every job's) per endpoint and per contract. */
+export interface SendsInFlight {
+  byEndpoint: ReadonlyMap<string, number>;
+  byContract: ReadonlyMap<string, number>;
+}
+
+/** How many due deliveries a claim asks of one endpoint (domain/webhooks.ts endpointRoom). */
+export interface EndpointRoom {
+  endpoint: ClaimableEndpoint;
+  room: number;
+}
+
+/** The two rows an attempt may leave, for the endpoint enabled and disabled (domain/webhooks.ts deliveryAfterAttempt). */
+export interface AttemptRows {
+  enabled: DeliveryAfterAttempt;
+  disabled: DeliveryAfterAttempt;
+}
+
+/**
+ * The webhook tables' primitives, as the flows of src/ledger/webhooks.ts use them: each reads or
+ * writes rows and decides nothing (the flows decide with domain/webhooks.ts). Each runs in the
+ * caller's transaction or pass (ports/ledger.ts), and answers in mode M (./io.ts).
+ */
+export interface WebhooksPort<Db, out M extends Io = Io> {
+  /** The contract's endpoints, counted under a lock held until the transaction ends: two creations for one contract take turns. */
+  lockAndCountEndpoints(db: Db, contract: AddressKey): Out<M, number>;
+  insertEndpoint(db: Db, endpoint: NewWebhookEndpoint): Out<M, void>;
+  readEndpoint(db: Db, contract: AddressKey, endpointId: string): Out<M, WebhookEndpoint | null>;
+  /** readEndpoint, the row held until the transaction ends (an endpoint is locked before its deliveries). */
+  lockEndpoint(db: Db, contract: AddressKey, endpointId: string): Out<M, WebhookEndpoint | null>;
+  listEndpoints(db: Db, contract: AddressKey): Out<M, WebhookEndpoint[]>;
+  writeEndpoint(db: Db, endpointId: string, fields: EndpointFields): Out<M, void>;
+  /** Deletes the endpoint and its deliveries; false when the contract has no such endpoint. */
+  deleteEndpoint(db: Db, contract: AddressKey, endpointId: string): Out<M, boolean>;
+  /** The current secret becomes the previous one until previousExpiresAtMs; false when there is no such endpoint. */
+  rotateSecret(db: Db, contract: AddressKey, endpointId: string, secret: string, previousExpiresAtMs: number): Out<M, boolean>;
+  disableEndpoint(db: Db, endpointId: string, reason: string): Out<M, void>;
+  /** Ends the endpoint's backoff (timeouts in a row kept). */
+  endBackoff(db: Db, endpointId: string): Out<M, void>;
+  /** The endpoint answered: no timeouts in a row, no backoff. */
+  clearTimeouts(db: Db, endpointId: string): Out<M, void>;
+  /** One more timeout in a row; the count now, undefined when the endpoint is gone. */
+  countTimeout(db: Db, endpointId: string): Out<M, number | undefined>;
+  /** Holds the endpoint back until untilMs, or longer if it already was. */
+  holdBack(db: Db, endpointId: string, untilMs: number): Out<M, void>;
+
+  /** A PENDING delivery of `event`, due at nowMs (none when the endpoint already has one of that event). */
+  insertDelivery(db: Db, deliveryId: string, endpointId: string, event: LedgerEvent, nowMs: number): Out<M, void>;
+  readDelivery(db: Db, contract: AddressKey, endpointId: string, deliveryId: string): Out<M, WebhookDelivery | null>;
+  listDeliveries(db: Db, endpointId: string, query: DeliveryQuery): Out<M, DeliveryPage>;
+  /** Fails the endpoint's PENDING deliveries, finished at nowMs. */
+  failPending(db: Db, endpointId: string, nowMs: number): Out<M, void>;
+  /** Makes the delivery PENDING and due at nowMs, unless it is being sent (a live lease). */
+  requeueDelivery(db: Db, deliveryId: string, nowMs: number): Out<M, void>;
+  /** Queues again, tries reset, up to `limit` of the endpoint's FAILED deliveries created at or after sinceMs, oldest first; how many. */
+  requeueFailed(db: Db, endpointId: string, sinceMs: number, nowMs: number, limit: number): Out<M, number>;
+  purgeDeliveries(db: Db, finishedBeforeMs: number, limit: number): Out<M, number>;
+  webhookBacklog(db: Db): Out<M, WebhookBacklog>;
+
+  /** Enabled endpoints with PENDING deliveries, at most MAX_ENDPOINTS_WALKED_PER_CLAIM (walked through the pending index). */
+  endpointsWithPending(db: Db): Out<M, ClaimableEndpoint[]>;
+  sendsInFlight(db: Db, nowMs: number): Out<M, SendsInFlight>;
+  /**
+   * Each endpoint's due deliveries (domain/webhooks.ts isDue), oldest due first (dueOrder), up to
+   * its room; `turn` is the place in that order (0 first).
+   */
+  dueDeliveries(db: Db, rooms: readonly EndpointRoom[], nowMs: number): Out<M, DueCandidate[]>;
+  /**
+   * Leases the deliveries at `seqs` that are still due (another job may have taken one meanwhile:
+   * PostgreSQL re-checks each row under its lock and skips locked ones) until claimedUntilMs.
+   */
+  leaseDeliveries(db: Db, seqs: readonly bigint[], nowMs: number, claimedUntilMs: number): Out<M, ClaimedDelivery[]>;
+  /** The ids whose lease (same claim token, still PENDING) now runs to claimedUntilMs. */
+  renewLeases(db: Db, leases: readonly DeliveryLease[], claimedUntilMs: number): Out<M, string[]>;
+  /** Whether the claim is still this job's (its token on the delivery). */
+  claimHeld(db: Db, lease: DeliveryLease): Out<M, boolean>;
+  /**
+   * Stores the attempt (the latest MAX_ATTEMPTS_KEPT kept) and the row `rows` gives for the
+   * endpoint as this write reads it, if the claim is still held; the endpoint's state, or null when
+   * the claim is not held.
+   */
+  storeAttempt(
+    db: Db,
+    lease: DeliveryLease & { endpointId: string },
+    attempt: DeliveryAttempt,
+    rows: AttemptRows,
+  ): Out<M, { endpointDisabled: boolean } | null>;
 }

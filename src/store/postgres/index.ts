@@ -13,7 +13,6 @@ import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
 import { transfers } from "./transfers.js";
 import { verifyLedger } from "./verify.js";
-import { webhookOperations } from "./webhooks.js";
 
 export type { PostgresOptions } from "./db.js";
 
@@ -67,7 +66,22 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     getApiKey: (contract, id) => run(() => apiKeys.readApiKey(pool, contract, id)),
     findApiKey: (secretHash) => run(() => apiKeys.lookupApiKey(pool, secretHash)),
     recordApiKeyUses: (uses) => run(() => apiKeys.writeLastUses(pool, uses)),
-    ...webhookOperations(pool, run),
+    createWebhookEndpoint: guarded(ledger.createWebhookEndpoint),
+    listWebhookEndpoints: guarded(ledger.listWebhookEndpoints),
+    getWebhookEndpoint: guarded(ledger.getWebhookEndpoint),
+    updateWebhookEndpoint: guarded(ledger.updateWebhookEndpoint),
+    deleteWebhookEndpoint: guarded(ledger.deleteWebhookEndpoint),
+    rotateWebhookSecret: guarded(ledger.rotateWebhookSecret),
+    createTestDelivery: guarded(ledger.createTestDelivery),
+    claimDueDeliveries: guarded(ledger.claimDueDeliveries),
+    renewDeliveryLeases: guarded(ledger.renewDeliveryLeases),
+    recordDeliveryAttempt: guarded(ledger.recordDeliveryAttempt),
+    listDeliveries: guarded(ledger.listDeliveries),
+    getDelivery: guarded(ledger.getDelivery),
+    retryDelivery: guarded(ledger.retryDelivery),
+    recoverDeliveries: guarded(ledger.recoverDeliveries),
+    purgeDeliveries: guarded(ledger.purgeDeliveries),
+    webhookBacklog: guarded(ledger.webhookBacklog),
     verify: () => run(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
     onCommittedEvents: (listener) => committedEventsOf(pool).subscribe(listener),
     listEvents: (query) => run(() => listEvents(pool, query)),

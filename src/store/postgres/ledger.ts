@@ -8,6 +8,7 @@ import { credits } from "./credits.js";
 import { isConnectionError, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
+import { webhooks } from "./webhooks.js";
 
 /** A client checked out of the pool (a transaction's), rather than the pool itself. */
 function isClient(db: Queryable): db is PgClient {
@@ -29,13 +30,14 @@ const events = {
 export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async"> {
   return {
     mode: "async",
-    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks },
     transact: (work, options) => transaction(pool, work, options),
     read: (work) => work(pool),
     // Each batch commits alone (finalizeAttempt), so the pass itself holds no transaction: its
     // failure records are single statements on the pool.
     finalizePass: (work) => work(pool),
     finalizeAttempt: (_pass, work) => transaction(pool, work),
+    writePass: (work) => work(pool),
     // No budget: nothing is held across batches, and several instances share the work.
     finalizePassBudgetMs: Number.POSITIVE_INFINITY,
     // A lost connection is the database's failure, not the batch's.

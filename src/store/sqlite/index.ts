@@ -14,7 +14,6 @@ import { pointTypesInUse } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
 import { transfers } from "./transfers.js";
 import { verifyLedger } from "./verify.js";
-import { webhookOperations } from "./webhooks.js";
 
 /**
  * The embedded SQLite adapter. better-sqlite3 is synchronous, so each operation below runs to
@@ -60,7 +59,6 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     getApiKey: async (contract, id) => apiKeys.readApiKey(db, contract, id),
     findApiKey: async (secretHash) => apiKeys.lookupApiKey(db, secretHash),
     recordApiKeyUses: async (uses) => db.transaction(() => apiKeys.writeLastUses(db, uses)).immediate(),
-    ...webhookOperations(() => db),
     verify: async () => db.transaction(() => verifyLedger(db))(),
     // Replaced below: a subscription is synchronous, not a guarded database operation.
     onCommittedEvents: () => () => undefined,

@@ -9,6 +9,7 @@ import { credits } from "./credits.js";
 import { toStoreError, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
+import { webhooks } from "./webhooks.js";
 
 /**
  * Longest one finalization pass may hold the writer (and, better-sqlite3 being synchronous,
@@ -56,10 +57,14 @@ function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactO
 export function sqliteLedger(current: () => SqliteDb): LedgerDatabaseOf<SqliteDb, "sync"> {
   return {
     mode: "sync",
-    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks },
     transact: (work, options) => transact(current(), work, options),
     read: (work) => work(current()),
     finalizePass: (work) => {
+      const db = current();
+      return db.transaction(() => work(db)).immediate();
+    },
+    writePass: (work) => {
       const db = current();
       return db.transaction(() => work(db)).immediate();
     },
