@@ -10,7 +10,7 @@ import type { NewBatch } from "../src/domain/batch.js";
 import { parsePoints } from "../src/domain/points.js";
 import { Finalizer } from "../src/worker/finalize.js";
 import { createMetrics, recordCommittedEvents } from "../src/metrics.js";
-import { FINALIZE_RETRY_BASE_MS } from "../src/store/finalize-retry.js";
+import { FINALIZE_RETRY_BASE_MS } from "../src/domain/finalize-retry.js";
 import { createSqliteStore } from "../src/ledger/sqlite.js";
 import type { FinalizeFailure, LedgerStore } from "../src/store/store.js";
 import { randomAddress } from "./store-contract.js";

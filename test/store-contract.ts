@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { AddressKey } from "../src/domain/address.js";
 import type { Batch, BatchStatus, NewBatch, PointType } from "../src/domain/batch.js";
 import { MAX_POINTS_UNITS, formatPoints, parsePoints } from "../src/domain/points.js";
-import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../src/store/finalize-retry.js";
+import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../src/domain/finalize-retry.js";
 import { byPointTypeThenAsset, LedgerModel } from "./helpers/ledger-model.js";
 import {
   availableOf,

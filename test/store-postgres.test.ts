@@ -12,7 +12,7 @@ import { StoreUnavailableError } from "../src/store/errors.js";
 const MIGRATION_LOCK_KEY = "7061221907";
 import { createPool } from "../src/store/postgres/db.js";
 import { MIGRATIONS } from "../src/store/postgres/migrations/index.js";
-import { FINALIZE_RETRY_BASE_MS } from "../src/store/finalize-retry.js";
+import { FINALIZE_RETRY_BASE_MS } from "../src/domain/finalize-retry.js";
 import type { LedgerStore, SubmitResult } from "../src/store/store.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, withSearchPath, type TestSchema } from "./helpers/postgres.js";
 import { storeContractSuite } from "./store-contract.js";

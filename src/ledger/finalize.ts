@@ -1,7 +1,7 @@
 import { assertInvariant } from "../domain/errors.js";
 import { finalizationTimeMs } from "../domain/projection.js";
 import { finalizeTransition } from "../domain/transitions.js";
-import { finalizeErrorText } from "../store/finalize-retry.js";
+import { finalizeErrorText } from "../domain/finalize-retry.js";
 import type { DueBatch, FinalizedBatch, FinalizeFailure } from "../store/ports/batches.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
 import { checkedWrite } from "./balance.js";

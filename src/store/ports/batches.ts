@@ -50,7 +50,7 @@ export interface FinalizeFailure {
   batchId: string;
   /** Failed attempts so far, this one included. */
   failures: number;
-  /** No claim takes the batch again before this time (a bounded backoff, ../finalize-retry.ts). */
+  /** No claim takes the batch again before this time (a bounded backoff, domain/finalize-retry.ts). */
   retryAtMs: number;
   error: unknown;
 }
@@ -74,7 +74,7 @@ export interface BatchesStore {
    * Isolated failures: a batch whose finalization fails (a broken invariant, a statement that
    * fails or times out) is rolled back alone: it never undoes another batch's finalization. The
    * failure is stored on the batch, which stays PENDING and is not claimed again before a bounded
-   * backoff (finalize-retry.ts) has passed, so every other due batch goes on however many fail;
+   * backoff (domain/finalize-retry.ts) has passed, so every other due batch goes on however many fail;
    * then it is retried, and a failure that healed finalizes. Each failure is passed to
    * `onFailure` once stored. Only a database that cannot be reached or written fails the call.
    *
@@ -140,7 +140,7 @@ export interface BatchesPort<Db, out M extends Io = Io> {
   claimBatch(db: Db, seq: string, nowMs: number): Out<M, StoredBatch | undefined>;
   /**
    * Stores a failed finalization on a PENDING batch: one more failure, the error, and the time
-   * before which no claim takes it again (../finalize-retry.ts). Undefined if it is no longer PENDING.
+   * before which no claim takes it again (domain/finalize-retry.ts). Undefined if it is no longer PENDING.
    */
   recordFinalizeFailure(db: Db, seq: string, nowMs: number, errorText: string): Out<M, StoredFinalizeFailure | undefined>;
   /** BatchesStore.getBatch: the batch with its transfers, read consistently, or null. */

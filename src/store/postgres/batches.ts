@@ -2,7 +2,7 @@ import type { AddressKey } from "../../domain/address.js";
 import { storedActorText } from "../../domain/actors.js";
 import type { Actor } from "../../domain/api-keys.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
-import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
+import { FINALIZE_RETRY_DELAYS_MS } from "../../domain/finalize-retry.js";
 import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
 import { toBatch as batchOf, toStoredBatch, statusTimeColumn, toStoredFailure, type FailureColumns } from "../rows.js";
 import { toNullableNumber, toNumber, toUnits, type Queryable } from "./db.js";
@@ -211,8 +211,8 @@ async function claimBatch(db: Queryable, seq: string, nowMs: number): Promise<St
 
 /**
  * Stores a failed finalization on a PENDING batch: one more failure, the error, and the time
- * before which no claim takes it again (FINALIZE_RETRY_* in ../finalize-retry.ts, computed here
- * from the failures before this one). Returns what it stored, or undefined if the batch is no
+ * before which no claim takes it again (domain/finalize-retry.ts: FINALIZE_RETRY_DELAYS_MS, looked
+ * up by the failures before this one). Returns what it stored, or undefined if the batch is no
  * longer PENDING (another instance finalized it meanwhile).
  */
 async function recordFinalizeFailure(
@@ -225,11 +225,11 @@ async function recordFinalizeFailure(
     name: "pl-record-finalize-failure",
     text: `UPDATE batches SET
              finalize_failures = finalize_failures + 1,
-             finalize_retry_at_ms = $2::bigint + LEAST($3::bigint, $4::bigint << LEAST(finalize_failures, $5::integer)),
-             finalize_error = $6
+             finalize_retry_at_ms = $2::bigint + ($3::bigint[])[LEAST(finalize_failures, $4::integer) + 1],
+             finalize_error = $5
            WHERE seq = $1 AND status = 'PENDING'
            RETURNING contract, batch_id, finalize_failures, finalize_retry_at_ms`,
-    values: [seq, nowMs, FINALIZE_RETRY_MAX_MS, FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, errorText],
+    values: [seq, nowMs, FINALIZE_RETRY_DELAYS_MS, FINALIZE_RETRY_DELAYS_MS.length - 1, errorText],
   });
   return rows[0] && toStoredFailure(rows[0]);
 }

@@ -2,7 +2,7 @@ import type { AddressKey } from "../../domain/address.js";
 import { storedActorText } from "../../domain/actors.js";
 import type { Actor } from "../../domain/api-keys.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
-import { FINALIZE_RETRY_BASE_MS, FINALIZE_RETRY_MAX_DOUBLINGS, FINALIZE_RETRY_MAX_MS } from "../finalize-retry.js";
+import { FINALIZE_RETRY_DELAYS_MS } from "../../domain/finalize-retry.js";
 import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
 import { toBatch as batchOf, toStoredBatch, statusTimeColumn, toStoredFailure, type FailureColumns } from "../rows.js";
 import { fromPair, statement, toNumber, toPair, type SqliteDb } from "./db.js";
@@ -220,8 +220,8 @@ function claimBatch(db: SqliteDb, seq: string, nowMs: number): StoredBatch | und
 
 /**
  * Stores a failed finalization on a PENDING batch: one more failure, the error, and the time
- * before which no claim takes it again (FINALIZE_RETRY_* in ../finalize-retry.ts, computed here
- * from the failures before this one). Returns what it stored, or undefined if the batch is no
+ * before which no claim takes it again (domain/finalize-retry.ts: FINALIZE_RETRY_DELAYS_MS, looked
+ * up by the failures before this one). Returns what it stored, or undefined if the batch is no
  * longer PENDING.
  */
 function recordFinalizeFailure(db: SqliteDb, seq: string, nowMs: number, errorText: string): StoredFinalizeFailure | undefined {
@@ -229,16 +229,15 @@ function recordFinalizeFailure(db: SqliteDb, seq: string, nowMs: number, errorTe
     db,
     `UPDATE batches SET
        finalize_failures = finalize_failures + 1,
-       finalize_retry_at_ms = @now + MIN(@maxDelay, @baseDelay << MIN(finalize_failures, @maxDoublings)),
+       finalize_retry_at_ms = @now + json_extract(@delays, '$[' || MIN(finalize_failures, @lastDelay) || ']'),
        finalize_error = @error
      WHERE seq = @seq AND status = 'PENDING'
      RETURNING contract, batch_id, finalize_failures, finalize_retry_at_ms`,
   ).get({
     seq: BigInt(seq),
     now: nowMs,
-    maxDelay: FINALIZE_RETRY_MAX_MS,
-    baseDelay: FINALIZE_RETRY_BASE_MS,
-    maxDoublings: FINALIZE_RETRY_MAX_DOUBLINGS,
+    delays: JSON.stringify(FINALIZE_RETRY_DELAYS_MS),
+    lastDelay: BigInt(FINALIZE_RETRY_DELAYS_MS.length - 1),
     error: errorText,
   }) as FailureColumns | undefined;
   return row && toStoredFailure(row);
