@@ -585,6 +585,33 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       // The old batches were written without their accounts: only the projection's invariant is asked.
       expect((await store.verify()).filter((v) => v.invariant === 5)).toEqual([]);
     });
+
+    it("beside a finalizer draining a backlog, the job takes a step, then waits out its share of the time, then catches up once the drain ends", async () => {
+      const store = (await fixture.freshStore())!;
+      const run = new Run(store, generator(seed));
+      const [contract] = [randomAddress()];
+      const recipients = Array.from({ length: 5 }, randomAddress);
+      await run.fund([contract!]);
+      // Six batches finalized at six different times: steps of one batch each.
+      for (let i = 0; i < 6; i++) await run.submit(contract!, "PHASE2_POINTS", run.randomTransfers(recipients, false), T0 + i * 1000, 1);
+      for (let i = 0; i < 6; i++) expect(await run.finalize(T0 + i * 1000 + 1000, 1)).toBe(1);
+      const clock = new ManualClock(T0 + 10_000);
+      let draining = true;
+      const job = new ProjectionJob(store, clock, { maxStepSize: 1, finalizerDraining: () => draining }, null, pino({ enabled: false }));
+      const queued = async () => (await store.projectionState()).queued;
+      expect(await queued()).toBe(6);
+      await job.runOnce();
+      expect(await queued(), "one step beside the drain").toBe(5);
+      await job.runOnce();
+      expect(await queued(), "then it waits: its share of the time is spent").toBe(5);
+      clock.advance(60_000);
+      await job.runOnce();
+      expect(await queued(), "one more step once the wait is over, not more").toBe(4);
+      draining = false;
+      await job.runOnce();
+      expect(await queued(), "the drain over, it catches up").toBe(0);
+      await expectBoard(store, run.model, { contract: contract!, pointType: "PHASE2_POINTS", window: ALL_TIME }, 3);
+    });
   });
 }
 

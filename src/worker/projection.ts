@@ -3,9 +3,9 @@ import type { Clock } from "../clock.js";
 import { JobLoop } from "../job-loop.js";
 import {
   HISTORY_BACKFILL_MAX_STEPS,
-  PROJECTION_INTERVAL_MS,
-  PROJECTION_MAX_DEFER_MS,
   PROJECTION_BACKLOG_DUE_MS,
+  PROJECTION_BACKLOG_SHARE,
+  PROJECTION_INTERVAL_MS,
   PROJECTION_FIRST_STEP,
   PROJECTION_IDLE_ADVANCE_MS,
   PROJECTION_MAX_STEP,
@@ -17,7 +17,7 @@ import type { LeaderboardsStore } from "../store/store.js";
 export interface ProjectionJobOptions {
   intervalMs?: number;
   maxStepSize?: number;
-  /** True while this process's finalizer drains a backlog: the projection then defers to it (at most PROJECTION_MAX_DEFER_MS between steps). */
+  /** True while this process's finalizer drains a backlog: the projection then takes PROJECTION_BACKLOG_SHARE of the time beside it. */
   finalizerDraining?: () => boolean;
   /**
    * The earliest finalizeAt of a batch still PENDING, from the database (any instance's): one due
@@ -34,13 +34,15 @@ export interface ProjectionJobOptions {
  * PROJECTION_STEP_TARGET_MS (halved after a slow one, doubled after a quick one, from
  * PROJECTION_FIRST_STEP up to PROJECTION_MAX_STEP): a larger pass writes each distinct recipient
  * once for more transfers.
- * While the finalizer drains a backlog the job steps aside (the finalization is the service's
- * job; `through` falls behind and every answer says so), taking one step every
- * PROJECTION_MAX_DEFER_MS so it never stops, and catches up once the finalizer is idle.
+ * While the finalizer drains a backlog the job steps mostly aside (the finalization is the
+ * service's job; `through` falls behind and every answer says so): its steps then take at most
+ * PROJECTION_BACKLOG_SHARE of the time, so it catches up soon after the drain, and at full speed
+ * once the finalizer is idle.
  */
 export class ProjectionJob {
   private stepSize: number;
-  private deferringSinceMs: number | null = null;
+  /** Under a backlog: when the next step may run (its share of the time, PROJECTION_BACKLOG_SHARE). */
+  private besideAtMs = 0;
   private readonly loop = new JobLoop(
     async () => ((await this.runOnce()) ? 0 : this.intervalMs),
     (error) => {
@@ -82,14 +84,14 @@ export class ProjectionJob {
       const turn = await this.turn();
       if (turn === "defer") return false;
       const startedMs = performance.now();
-      // Beside a backlog, the one step it takes every PROJECTION_MAX_DEFER_MS is a small one.
-      const size = turn === "beside" ? Math.min(this.stepSize, PROJECTION_FIRST_STEP) : this.stepSize;
-      const step = await this.store.applyProjection(size, this.clock.now());
+      const step = await this.store.applyProjection(this.stepSize, this.clock.now());
       this.record(step.finalizedAtMs, step.transfers);
-      if (!step.more || turn === "beside") return false;
       const tookMs = performance.now() - startedMs;
+      if (turn === "beside") this.besideAtMs = this.clock.now() + (tookMs * (1 - PROJECTION_BACKLOG_SHARE)) / PROJECTION_BACKLOG_SHARE;
+      if (!step.more) return false;
       if (tookMs > PROJECTION_STEP_TARGET_MS) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
       else if (tookMs < PROJECTION_STEP_TARGET_MS * 0.75) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
+      if (turn === "beside") return false;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     return true;
@@ -112,19 +114,12 @@ export class ProjectionJob {
   }
 
   /**
-   * Whether this step runs: "run" without a backlog; beside one, "defer" (skip it), unless the job
-   * has deferred PROJECTION_MAX_DEFER_MS already: then "beside", one small step.
+   * Whether this step runs: "run" without a backlog; beside one, "beside" (one step, then a wait
+   * that keeps the job to its share of the time) or "defer" (skip it) while that wait lasts.
    */
   private async turn(): Promise<"run" | "defer" | "beside"> {
-    if (!(await this.backlog())) {
-      this.deferringSinceMs = null;
-      return "run";
-    }
-    const nowMs = Date.now();
-    this.deferringSinceMs ??= nowMs;
-    if (nowMs - this.deferringSinceMs < PROJECTION_MAX_DEFER_MS) return "defer";
-    this.deferringSinceMs = nowMs;
-    return "beside";
+    if (!(await this.backlog())) return "run";
+    return this.clock.now() < this.besideAtMs ? "defer" : "beside";
   }
 
   private record(finalizedAtMs: readonly number[], transfers: number): void {
