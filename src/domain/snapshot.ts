@@ -1,6 +1,6 @@
 import sha3 from "js-sha3";
 import type { AddressKey } from "./address.js";
-import { availableOf, type Balance } from "./balance.js";
+import { availableOf, ZERO_BALANCE, type Balance } from "./balance.js";
 import type { PointType } from "./batch.js";
 import { assertInvariant, InvariantViolation } from "./errors.js";
 import { isoTime } from "./json.js";
@@ -89,6 +89,24 @@ export function addHoldingsPage<Row extends { address: string }>(
     holdings.units.push(units);
   }
   return page.length === pageSize ? previous : null;
+}
+
+/**
+ * One page of a holdings read as of a time, decided once for both adapters: `page` holds the
+ * page's addresses (from accounts, by address: every address with any history has an account of
+ * the type), `balancesAsOf` the balances of that whole address range as of then (those without one
+ * held nothing then). Returns as addHoldingsPage does.
+ */
+export function addHoldingsPageAsOf(
+  holdings: SnapshotHoldings,
+  after: string,
+  page: readonly { address: string }[],
+  balancesAsOf: readonly { address: string; balance: Balance }[],
+  pageSize: number,
+  measure: SnapshotMeasure,
+): string | null {
+  const balances = new Map(balancesAsOf.map((found) => [found.address, found.balance]));
+  return addHoldingsPage(holdings, after, page, pageSize, (row) => measuredUnits(balances.get(row.address) ?? ZERO_BALANCE, measure));
 }
 
 /** points × 10^decimals, exactly: units are 10^-12 point and decimals ≥ 12. */

@@ -7,6 +7,7 @@ import type { HistoryStore, LeaderboardReads, LeaderboardsStore } from "./ports/
 import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
+import type { Violation } from "./ports/verify.js";
 import type { WebhooksStore } from "./ports/webhooks.js";
 
 /**
@@ -27,13 +28,11 @@ export type * from "./ports/transfers.js";
 export type * from "./ports/events.js";
 export type * from "./ports/webhooks.js";
 export type * from "./ports/leaderboards.js";
+export type * from "./ports/point-types.js";
 // Snapshots' port also holds a class (SnapshotBuildAbandonedError): a value export.
 export * from "./ports/snapshots.js";
 
-export interface Violation {
-  invariant: 1 | 2 | 3 | 4 | 5;
-  message: string;
-}
+export type { Violation } from "./ports/verify.js";
 
 /**
  * The whole port: one sub-interface per concern, implemented by the adapters' mirrored files

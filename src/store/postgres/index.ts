@@ -1,4 +1,4 @@
-import type { LedgerFlows, LedgerStore } from "../store.js";
+import type { LedgerFlows, LedgerOperations, LedgerStore, WebhooksStore } from "../store.js";
 import { accounts } from "./accounts.js";
 import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
@@ -9,10 +9,10 @@ import { committedEventsOf, createPool, guard, migrate, transaction, type Postgr
 import { historyOperations } from "./history.js";
 import { postgresLeaderboardReads, projectionState } from "./leaderboards.js";
 import { postgresLedger } from "./ledger.js";
-import { pointTypesInUse } from "./point-types.js";
+import { pointTypes } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
 import { transfers } from "./transfers.js";
-import { verifyLedger } from "./verify.js";
+import { verify } from "./verify.js";
 
 export type { PostgresOptions } from "./db.js";
 
@@ -46,7 +46,7 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     credit: guarded(ledger.credit),
     getBalances: (address, pointTypes) => run(() => accounts.readBalances(pool, address, pointTypes)),
     getAssetEarnings: (address) => run(() => credits.readAssetEarnings(pool, address)),
-    pointTypesInUse: () => run(() => pointTypesInUse(pool)),
+    pointTypesInUse: () => run(() => pointTypes.pointTypesInUse(pool)),
     submitBatch: guarded(ledger.submitBatch),
     getBatch: (contract, batchId) => run(() => batches.readBatch(pool, contract, batchId)),
     listBatches: (contract, query) => run(() => batches.listBatches(pool, contract, query)),
@@ -66,6 +66,28 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     getApiKey: (contract, id) => run(() => apiKeys.readApiKey(pool, contract, id)),
     findApiKey: (secretHash) => run(() => apiKeys.lookupApiKey(pool, secretHash)),
     recordApiKeyUses: (uses) => run(() => apiKeys.writeLastUses(pool, uses)),
+    ...guardedWebhooks(ledger, guarded),
+    verify: () => run(() => transaction(pool, (client) => verify.verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
+    onCommittedEvents: (listener) => committedEventsOf(pool).subscribe(listener),
+    listEvents: (query) => run(() => listEvents(pool, query)),
+    purgeEvents: (beforeMs, limit) => run(() => transaction(pool, (client) => purgeEvents(client, beforeMs, limit))),
+    listTransfers: (contract, query) => run(() => transfers.listTransfers(pool, contract, query)),
+    listAccountBalances: (query) => run(() => transfers.listAccountBalances(pool, query)),
+    ...snapshotOperations(pool, run),
+    ...historyOperations(pool, run),
+    readBoard: guarded(ledger.readBoard),
+    readStanding: guarded(ledger.readStanding),
+    projectionState: () => run(() => projectionState(pool)),
+    applyProjection: guarded(ledger.applyProjection),
+    buildWindowBoards: guarded(ledger.buildWindowBoards),
+  };
+}
+
+type Guard = <A extends unknown[], R>(operation: (...args: A) => Promise<R>) => (...args: A) => Promise<R>;
+
+/** The webhook operations (flows of src/ledger/webhooks.ts), each guarded as the other ledger operations are. */
+function guardedWebhooks(ledger: LedgerOperations, guarded: Guard): WebhooksStore {
+  return {
     createWebhookEndpoint: guarded(ledger.createWebhookEndpoint),
     listWebhookEndpoints: guarded(ledger.listWebhookEndpoints),
     getWebhookEndpoint: guarded(ledger.getWebhookEndpoint),
@@ -82,18 +104,5 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     recoverDeliveries: guarded(ledger.recoverDeliveries),
     purgeDeliveries: guarded(ledger.purgeDeliveries),
     webhookBacklog: guarded(ledger.webhookBacklog),
-    verify: () => run(() => transaction(pool, (client) => verifyLedger(client), { isolation: "REPEATABLE READ", readOnly: true })),
-    onCommittedEvents: (listener) => committedEventsOf(pool).subscribe(listener),
-    listEvents: (query) => run(() => listEvents(pool, query)),
-    purgeEvents: (beforeMs, limit) => run(() => transaction(pool, (client) => purgeEvents(client, beforeMs, limit))),
-    listTransfers: (contract, query) => run(() => transfers.listTransfers(pool, contract, query)),
-    listAccountBalances: (query) => run(() => transfers.listAccountBalances(pool, query)),
-    ...snapshotOperations(pool, run),
-    ...historyOperations(pool, run),
-    readBoard: guarded(ledger.readBoard),
-    readStanding: guarded(ledger.readStanding),
-    projectionState: () => run(() => projectionState(pool)),
-    applyProjection: guarded(ledger.applyProjection),
-    buildWindowBoards: guarded(ledger.buildWindowBoards),
   };
 }

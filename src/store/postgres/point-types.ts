@@ -1,4 +1,5 @@
 import type { PointType } from "../../domain/batch.js";
+import type { PointTypesPort } from "../ports/point-types.js";
 import type { Queryable } from "./db.js";
 
 /**
@@ -19,7 +20,7 @@ function skipScan(name: string, table: "batches" | "credits"): string {
  * deleted, and an account row (a balance) exists only through a credit of its type, a batch of
  * its type (the sender's reservation) or a transfer of such a batch (a recipient).
  */
-export async function pointTypesInUse(db: Queryable): Promise<PointType[]> {
+async function pointTypesInUse(db: Queryable): Promise<PointType[]> {
   const { rows } = await db.query<{ point_type: PointType }>({
     name: "pl-point-types-in-use",
     text: `WITH RECURSIVE ${skipScan("batch_types", "batches")}, ${skipScan("credit_types", "credits")}
@@ -30,3 +31,6 @@ export async function pointTypesInUse(db: Queryable): Promise<PointType[]> {
   });
   return rows.map((row) => row.point_type);
 }
+
+/** The point types of the ledger tables, over pg. */
+export const pointTypes = { pointTypesInUse } satisfies PointTypesPort<Queryable, "async">;

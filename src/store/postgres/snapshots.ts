@@ -1,7 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { ZERO_BALANCE } from "../../domain/balance.js";
-import { addHoldingsPage, measuredUnits, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
+import { addHoldingsPage, addHoldingsPageAsOf, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
 import { SNAPSHOT_ROW_COLUMNS, SnapshotBuildAbandonedError, snapshotRowValues, takenBy } from "../ports/snapshots.js";
 import type { SnapshotCreateResult, SnapshotLeafChunk, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
 import { AVAILABLE_SQL } from "./accounts.js";
@@ -95,11 +94,7 @@ async function readPage(
   return addHoldingsPage(holdings, page.after, rows, HOLDINGS_PER_PAGE, (row) => toUnits(row.amount));
 }
 
-/**
- * One page as of asOfMs: the page's addresses from accounts (every address with any history has
- * an account of the type), then the balances of that whole address range as of then, read
- * together in one statement (history.ts), not one address at a time.
- */
+/** One page as of asOfMs (domain/snapshot.ts addHoldingsPageAsOf): its addresses, then their range's balances as of then, in one statement. */
 async function readPageAsOf(
   db: Queryable,
   pointType: PointType,
@@ -114,12 +109,8 @@ async function readPageAsOf(
     values: [page.after, pointType, HOLDINGS_PER_PAGE, page.before],
   });
   if (rows.length === 0) return null;
-  const through = rows[rows.length - 1]!.address;
-  const found = await history.readBalancesAsOf(db, pointType, page.after, through, asOfMs);
-  const balances = new Map(found.map((entry) => [entry.address as string, entry.balance]));
-  return addHoldingsPage(holdings, page.after, rows, HOLDINGS_PER_PAGE, (row) =>
-    measuredUnits(balances.get(row.address) ?? ZERO_BALANCE, measure),
-  );
+  const found = await history.readBalancesAsOf(db, pointType, page.after, rows[rows.length - 1]!.address, asOfMs);
+  return addHoldingsPageAsOf(holdings, page.after, rows, found, HOLDINGS_PER_PAGE, measure);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { DAY_MS } from "../../domain/leaderboard.js";
 import { formatPoints } from "../../domain/points.js";
-import type { Violation } from "../store.js";
+import type { Violation, VerifyPort } from "../ports/verify.js";
 import { AVAILABLE_SQL } from "./accounts.js";
 import type { Queryable } from "./db.js";
 import { rankBandSql } from "./leaderboards.js";
@@ -34,7 +34,7 @@ interface MismatchRow {
 }
 
 /** Checks the ledger invariants 1-4 (README, Architecture: Ledger model) over the whole database; call in one REPEATABLE READ snapshot. */
-export async function verifyLedger(db: Queryable): Promise<Violation[]> {
+async function verifyLedger(db: Queryable): Promise<Violation[]> {
   const violations: Violation[] = [];
   const negative = await db.query<{ key: string }>(
     `SELECT a.address || ' ' || a.point_type AS key FROM accounts a WHERE ${AVAILABLE_SQL} < 0 ORDER BY 1`,
@@ -238,3 +238,6 @@ async function checkBatchTotals(db: Queryable, violations: Violation[]): Promise
     violations.push({ invariant: 4, message: `batch ${row.batch_id}: transfers do not sum to its points or count` });
   }
 }
+
+/** The ledger invariants, checked over pg. */
+export const verify = { verifyLedger } satisfies VerifyPort<Queryable, "async">;

@@ -10,10 +10,10 @@ import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecov
 import { historyOperations } from "./history.js";
 import { projectionState, sqliteLeaderboardReads } from "./leaderboards.js";
 import { sqliteLedger } from "./ledger.js";
-import { pointTypesInUse } from "./point-types.js";
+import { pointTypes } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
 import { transfers } from "./transfers.js";
-import { verifyLedger } from "./verify.js";
+import { verify } from "./verify.js";
 
 /**
  * The embedded SQLite adapter. better-sqlite3 is synchronous, so each operation below runs to
@@ -44,7 +44,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     listOperators: async (query) => auth.listOperators(db, query),
     getBalances: async (address, pointTypes) => accounts.readBalances(db, address, pointTypes),
     getAssetEarnings: async (address) => credits.readAssetEarnings(db, address),
-    pointTypesInUse: async () => pointTypesInUse(db),
+    pointTypesInUse: async () => pointTypes.pointTypesInUse(db),
     getBatch: async (contract, batchId) => batches.readBatch(db, contract, batchId),
     listBatches: async (contract, query) => batches.listBatches(db, contract, query),
     nextFinalizeAtMs: async () => batches.nextFinalizeAtMs(db),
@@ -59,7 +59,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     getApiKey: async (contract, id) => apiKeys.readApiKey(db, contract, id),
     findApiKey: async (secretHash) => apiKeys.lookupApiKey(db, secretHash),
     recordApiKeyUses: async (uses) => db.transaction(() => apiKeys.writeLastUses(db, uses)).immediate(),
-    verify: async () => db.transaction(() => verifyLedger(db))(),
+    verify: async () => db.transaction(() => verify.verifyLedger(db))(),
     // Replaced below: a subscription is synchronous, not a guarded database operation.
     onCommittedEvents: () => () => undefined,
     listEvents: async (query) => db.transaction(() => listEvents(db, query))(),

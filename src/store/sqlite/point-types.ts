@@ -1,4 +1,5 @@
 import type { PointType } from "../../domain/batch.js";
+import type { PointTypesPort } from "../ports/point-types.js";
 import { statement, type SqliteDb } from "./db.js";
 
 /**
@@ -24,6 +25,9 @@ function distinctPointTypes(db: SqliteDb, table: "batches" | "credits"): PointTy
  * deleted, and an account row (a balance) exists only through a credit of its type, a batch of
  * its type (the sender's reservation) or a transfer of such a batch (a recipient).
  */
-export function pointTypesInUse(db: SqliteDb): PointType[] {
+function pointTypesInUse(db: SqliteDb): PointType[] {
   return [...new Set([...distinctPointTypes(db, "batches"), ...distinctPointTypes(db, "credits")])].sort();
 }
+
+/** The point types of the ledger tables, over better-sqlite3. */
+export const pointTypes = { pointTypesInUse } satisfies PointTypesPort<SqliteDb, "sync">;

@@ -2,8 +2,14 @@ import Database from "better-sqlite3";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
-import { ZERO_BALANCE } from "../../domain/balance.js";
-import { addHoldingsPage, measuredUnits, type Snapshot, type SnapshotHoldings, type SnapshotMeasure } from "../../domain/snapshot.js";
+import {
+  addHoldingsPage,
+  addHoldingsPageAsOf,
+  measuredUnits,
+  type Snapshot,
+  type SnapshotHoldings,
+  type SnapshotMeasure,
+} from "../../domain/snapshot.js";
 import { SNAPSHOT_ROW_COLUMNS, SnapshotBuildAbandonedError, snapshotRowValues, takenBy } from "../ports/snapshots.js";
 import type { SnapshotCreateResult, SnapshotLeafChunk, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
 import { toBalance, type AccountRow } from "./accounts.js";
@@ -67,11 +73,7 @@ function readPage(db: SqliteDb, pointType: PointType, measure: SnapshotMeasure, 
   return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) => measuredUnits(toBalance(row), measure));
 }
 
-/**
- * One page as of asOfMs: the page's addresses from accounts (every address with any history has
- * an account of the type), then the balances of that whole address range as of then, read
- * together (history.ts), not one address at a time.
- */
+/** One page as of asOfMs (domain/snapshot.ts addHoldingsPageAsOf): its addresses, then their range's balances as of then, read together. */
 function readPageAsOf(
   db: SqliteDb,
   pointType: PointType,
@@ -86,11 +88,8 @@ function readPageAsOf(
     HOLDINGS_PER_PAGE,
   ) as { address: string }[];
   if (rows.length === 0) return null;
-  const through = rows[rows.length - 1]!.address;
-  const balances = new Map(history.readBalancesAsOf(db, pointType, after, through, asOfMs).map((found) => [found.address, found.balance]));
-  return addHoldingsPage(holdings, after, rows, HOLDINGS_PER_PAGE, (row) =>
-    measuredUnits(balances.get(row.address as AddressKey) ?? ZERO_BALANCE, measure),
-  );
+  const found = history.readBalancesAsOf(db, pointType, after, rows[rows.length - 1]!.address, asOfMs);
+  return addHoldingsPageAsOf(holdings, after, rows, found, HOLDINGS_PER_PAGE, measure);
 }
 
 /**

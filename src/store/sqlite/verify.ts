@@ -1,5 +1,6 @@
 import type { PointType } from "../../domain/batch.js";
-import { availableOf, type Violation } from "../store.js";
+import { availableOf } from "../../domain/balance.js";
+import type { Violation, VerifyPort } from "../ports/verify.js";
 import { toBalance, type AccountRow } from "./accounts.js";
 import { readSupply } from "./credits.js";
 import { fromPair, fromTriple, statement, type SqliteDb } from "./db.js";
@@ -33,7 +34,7 @@ function compare(violations: Violation[], label: string, key: string, stored: bi
 }
 
 /** Checks the ledger invariants 1-4 (README, Architecture: Ledger model) over the whole database; read in one snapshot. */
-export function verifyLedger(db: SqliteDb): Violation[] {
+function verifyLedger(db: SqliteDb): Violation[] {
   const violations: Violation[] = [];
   const pending = sumBy(
     db,
@@ -288,3 +289,6 @@ function verifyBatchTotals(db: SqliteDb, violations: Violation[]): void {
     }
   }
 }
+
+/** The ledger invariants, checked over better-sqlite3. */
+export const verify = { verifyLedger } satisfies VerifyPort<SqliteDb, "sync">;
