@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 /** Suites that measure latency under load: they run on their own, after the others (groupOrder). */
-const LOAD_SUITES = ["test/overload-admission.test.ts"];
+const LOAD_SUITES = ["test/overload-admission.test.ts", "test/overload-keepalive.test.ts"];
 /**
  * Suites that read PostgreSQL's event log right after writing: an event is listed once every
  * older transaction of the cluster has ended (src/store/postgres/events.ts), so another file's

@@ -41,6 +41,10 @@ export interface Config {
   maxEventLoopDelayMs: number;
   /** MAX_QUEUE_DELAY_MS: how long a request may have waited to be read before it gets 503 + Retry-After (0: no admission on it). */
   maxQueueDelayMs: number;
+  /** CLIENT_TURN_BUDGET_MS: admitted work one client address may take of an event-loop turn before its further requests of the turn get 429 (0: no such share). */
+  clientTurnBudgetMs: number;
+  /** MAX_IN_FLIGHT_PER_CLIENT: requests of one client address served at once before its next gets 429 (at most MAX_IN_FLIGHT_REQUESTS). */
+  maxInFlightPerClient: number;
   /** Worker threads that parse and validate submitted batches beside the writer (0: on the main thread). */
   batchIntakeThreads: number;
   logLevel: string;
@@ -282,11 +286,12 @@ export function loadConfig(env: Env = process.env): Config {
     // A full batch of 2000 transfers with checksummed addresses and 12-decimal points is ≈ 175 KB.
     bodyLimitBytes: readInt(env, "BODY_LIMIT_BYTES", Math.max(1_048_576, maxTransfersPerBatch * 512), 1024, 64 * 1_048_576),
     rateLimitPerMinute: readInt(env, "RATE_LIMIT_PER_MINUTE", 60_000, 1, 100_000_000),
-    maxInFlightRequests: readInt(env, "MAX_IN_FLIGHT_REQUESTS", 512, 1, 100_000),
+    ...readInFlightLimits(env),
     authRateLimitPerMinute: readInt(env, "AUTH_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
     ...readRequestTimeouts(env),
     maxEventLoopDelayMs: readInt(env, "MAX_EVENT_LOOP_DELAY_MS", 500, 0, 60_000),
     maxQueueDelayMs: readInt(env, "MAX_QUEUE_DELAY_MS", 300, 0, 60_000),
+    clientTurnBudgetMs: readInt(env, "CLIENT_TURN_BUDGET_MS", DEFAULT_CLIENT_TURN_BUDGET_MS, 0, 60_000),
     batchIntakeThreads: readInt(env, "BATCH_INTAKE_THREADS", defaultIntakeThreads(), 0, MAX_INTAKE_THREADS),
     logLevel: readChoice(env, "LOG_LEVEL", "info", LOG_LEVELS),
     webhookRetryScheduleSeconds: readRetrySchedule(env),
@@ -312,6 +317,24 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: readPublicUrl(env),
     ...readEventStreamCaps(env),
   };
+}
+
+/**
+ * Admission per client address (src/http/queue-admission.ts): a third of the default queueing
+ * target, so one address's crowd leaves two thirds of a turn to everybody else; and half the
+ * requests in flight. Measured in test/overload-keepalive.test.ts.
+ */
+const DEFAULT_CLIENT_TURN_BUDGET_MS = 100;
+const DEFAULT_MAX_IN_FLIGHT_REQUESTS = 512;
+
+function readInFlightLimits(env: Env): Pick<Config, "maxInFlightRequests" | "maxInFlightPerClient"> {
+  const maxInFlightRequests = readInt(env, "MAX_IN_FLIGHT_REQUESTS", DEFAULT_MAX_IN_FLIGHT_REQUESTS, 1, 100_000);
+  const fallback = Math.max(1, Math.floor(maxInFlightRequests / 2));
+  const maxInFlightPerClient = readInt(env, "MAX_IN_FLIGHT_PER_CLIENT", fallback, 1, 100_000);
+  if (maxInFlightPerClient > maxInFlightRequests) {
+    throw new ConfigError("MAX_IN_FLIGHT_PER_CLIENT", `must be ≤ MAX_IN_FLIGHT_REQUESTS (${maxInFlightRequests})`);
+  }
+  return { maxInFlightRequests, maxInFlightPerClient };
 }
 
 /** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream. */

@@ -273,3 +273,21 @@ export const PROJECTION_BEHIND_RETRY_AFTER_SECONDS = 5;
  */
 export const OVERDUE_BATCH_SECONDS = 60;
 export const OVERDUE_BATCHES_COUNTED_MAX = 100_000;
+
+/**
+ * Admission per client address (src/http/queue-admission.ts). An address's first requests of an
+ * event-loop turn are never refused for its share (CLIENT_TURN_BUDGET_MS), so a backend's few
+ * concurrent requests are not refused for a slow disk (small PUTs whose SQLite commits each wait
+ * for an fsync). Measured in test/overload-keepalive.test.ts: with 16, the crowd's 16 free
+ * listings took 400 ms of each turn and another tenant's reads were refused 7 times in 10; with
+ * none, 8 concurrent PUTs from one address met 429 now and then.
+ */
+export const CLIENT_TURN_FREE_REQUESTS = 4;
+
+/**
+ * How long a refusal for being past the client's share is held before it is written. A client
+ * that ignores Retry-After and resends at once on a kept connection is back in the next turn: its
+ * crowd is read, parsed and refused again every turn, and those refusals make the turns long for
+ * everybody. Held, each of its connections sends at most one request per hold.
+ */
+export const CLIENT_REFUSAL_HOLD_MS = 500;

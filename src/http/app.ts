@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import proxyAddr from "@fastify/proxy-addr";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from "fastify";
 import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
@@ -65,8 +66,15 @@ function serverWithAdmission(
   return (handler, serverOptions) => {
     const listener = admitByQueueTime(handler, {
       maxQueueDelayMs: config.maxQueueDelayMs,
+      clientTurnBudgetMs: config.clientTurnBudgetMs,
+      clientAddress: clientAddressOf(config.trustProxy),
       isOperational: (path) => operationalPaths.has(path),
-      onRefused: (request) => metrics.requests.inc({ method: request.method ?? "", route: "(queued too long)", status: "503" }),
+      onRefused: (request, status) =>
+        metrics.requests.inc({
+          method: request.method ?? "",
+          route: status === 503 ? "(queued too long)" : "(over the client's share)",
+          status: String(status),
+        }),
     });
     // Slow bodies: a request must have fully arrived in time, else the client error handler
     // answers 400 and closes the connection (src/http/errors.ts).
@@ -78,6 +86,19 @@ function serverWithAdmission(
     if (serverOptions.requestTimeout !== undefined) server.requestTimeout = serverOptions.requestTimeout;
     if (serverOptions.connectionTimeout !== undefined) server.setTimeout(serverOptions.connectionTimeout);
     return server;
+  };
+}
+
+/**
+ * The client's address as Fastify's request.ip gives it (lib/request.js), for the admission that
+ * runs before Fastify: the socket's peer, or behind TRUST_PROXY the nearest untrusted forwarded one.
+ */
+function clientAddressOf(trustProxy: Config["trustProxy"]): (request: IncomingMessage) => string {
+  if (trustProxy === false) return (request) => request.socket.remoteAddress ?? "";
+  const trust = trustProxy === true ? () => true : proxyAddr.compile(trustProxy.split(",").map((item) => item.trim()));
+  return (request) => {
+    const addresses = proxyAddr.all(request, trust);
+    return addresses[addresses.length - 1] ?? "";
   };
 }
 
@@ -144,7 +165,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app);
   installBodyParsers(app);
   await installLoadShedding(app, options.config.maxEventLoopDelayMs);
-  const admission = installAdmission(app, options.config.maxInFlightRequests);
+  const admission = installAdmission(app, options.config);
   installRequestMetrics(app, ctx.metrics);
   await registerRateLimits(app);
   await registerCors(app, options.config.corsOrigins);
@@ -241,15 +262,28 @@ async function installLoadShedding(app: FastifyInstance, maxEventLoopDelayMs: nu
 }
 
 /**
- * Answers 503 at once, instead of queueing without bound, when more than `maxInFlight` requests
- * are being served, and to every new request once draining for shutdown has begun. A request is
+ * Answers 503 at once, instead of queueing without bound, when more than MAX_IN_FLIGHT_REQUESTS
+ * are being served, 429 when one client address has MAX_IN_FLIGHT_PER_CLIENT of them (the rest
+ * stay for the others), and 503 to every new request once draining for shutdown has begun. A request is
  * counted from when its body has arrived (preValidation), so clients still sending a body (slow
  * or silent ones, bounded by the request timeout) never take a slot from the others; health,
  * readiness and metrics are never refused for load (only, like everything, once draining for
  * shutdown has begun).
  */
-function installAdmission(app: FastifyInstance, maxInFlight: number): { drain(): void } {
+function installAdmission(app: FastifyInstance, config: Pick<Config, "maxInFlightRequests" | "maxInFlightPerClient">): { drain(): void } {
   let inFlight = 0;
+  const clientInFlight = new Map<string, number>();
+  // Counted under the address rate limits use (request.ip: behind TRUST_PROXY, the forwarded one).
+  const admitForClient = (client: string, reply: FastifyReply): void => {
+    const count = clientInFlight.get(client) ?? 0;
+    if (count >= config.maxInFlightPerClient) throw rateLimited(1, "too many requests from this client address in flight, retry shortly");
+    clientInFlight.set(client, count + 1);
+    reply.raw.once("close", () => {
+      const left = clientInFlight.get(client)! - 1;
+      if (left === 0) clientInFlight.delete(client);
+      else clientInFlight.set(client, left);
+    });
+  };
   let streamedReads = 0;
   // A tree dump or an export holds its slot until the client has taken the whole body.
   const admitStreamedRead = (reply: FastifyReply): void => {
@@ -272,7 +306,8 @@ function installAdmission(app: FastifyInstance, maxInFlight: number): { drain():
     // An event stream would hold its slot for hours: a few hundred listeners would leave none for
     // the requests this bound protects. Streams have their own bound (MAX_EVENT_STREAMS).
     if (request.routeOptions.config.longLived) return;
-    if (inFlight >= maxInFlight) throw unavailable("too many requests in flight", 1);
+    if (inFlight >= config.maxInFlightRequests) throw unavailable("too many requests in flight", 1);
+    admitForClient(request.ip, reply);
     if (request.routeOptions.config.streamedRead) admitStreamedRead(reply);
     inFlight += 1;
     reply.raw.once("close", () => {

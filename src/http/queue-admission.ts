@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { unavailable } from "../domain/errors.js";
+import { rateLimited, unavailable, type ApiError } from "../domain/errors.js";
+import { CLIENT_REFUSAL_HOLD_MS, CLIENT_TURN_FREE_REQUESTS } from "../domain/limits.js";
 
 /**
  * Admission by queueing time (CoDel-like), in front of Fastify.
@@ -27,55 +28,161 @@ import { unavailable } from "../domain/errors.js";
  *
  * The first request of a turn is always admitted (progress); operational routes (health,
  * readiness, metrics) are never refused. An idle process pays nothing: no timer runs.
+ *
+ * Each client address also gets a share, so one crowd cannot take the turn from everybody else
+ * (issue 30): 1,500 keep-alive clients from one address, each resending the moment it is answered
+ * and ignoring Retry-After, are all back in the next turn; the queueing rule let their first
+ * requests take each turn's whole 300 ms, and another tenant's request, read later in the turn,
+ * was refused every time (0 of 6 served, a refusal after 2.5 s). Now, within a turn, an address
+ * whose admitted requests have taken `clientTurnBudgetMs` of it gets 429 + Retry-After for its
+ * further requests of that turn (its first CLIENT_TURN_FREE_REQUESTS of a turn are admitted; its
+ * requests in flight across turns, waiting on PostgreSQL or the intake threads, are bounded by
+ * MAX_IN_FLIGHT_PER_CLIENT in src/http/app.ts). A request's work is what runs between its
+ * admission and the next request read in the turn, when it was answered meanwhile: with a
+ * synchronous store, its handler, answer included (see Turn.charge).
  */
 
 export type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
-/** The answer to a request that queued too long; the catalogue's error, its body rendered once. */
-const QUEUED_TOO_LONG = unavailable("the service is overloaded (requests are queueing), retry shortly", 1);
-const QUEUED_TOO_LONG_BODY = JSON.stringify({ success: false, error: { code: QUEUED_TOO_LONG.code, message: QUEUED_TOO_LONG.message } });
-const QUEUED_TOO_LONG_HEADERS = {
-  "content-type": "application/json; charset=utf-8",
-  "content-length": String(Buffer.byteLength(QUEUED_TOO_LONG_BODY)),
-  "retry-after": String(QUEUED_TOO_LONG.retryAfterSeconds),
-};
+/** An answer given before Fastify sees the request: the catalogue's error, its body rendered once. */
+interface Refusal {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function refusal(error: ApiError): Refusal {
+  const body = JSON.stringify({ success: false, error: { code: error.code, message: error.message } });
+  return {
+    status: error.status,
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "content-length": String(Buffer.byteLength(body)),
+      "retry-after": String(error.retryAfterSeconds ?? 1),
+    },
+    body,
+  };
+}
+
+/** The answer to a request that queued too long. */
+const QUEUED_TOO_LONG = refusal(unavailable("the service is overloaded (requests are queueing), retry shortly", 1));
+/** The answer to a request from an address past its share of the turn. */
+const OVER_CLIENT_SHARE = refusal(rateLimited(1, "too many requests from this client address, retry shortly"));
 
 export interface QueueAdmissionOptions {
+  /** MAX_QUEUE_DELAY_MS: 0 turns the queueing rule off. */
   maxQueueDelayMs: number;
+  /** CLIENT_TURN_BUDGET_MS: admitted work one client address may take of a turn; 0 turns it off. */
+  clientTurnBudgetMs: number;
+  /** The client's address (as Fastify's request.ip: behind TRUST_PROXY, the forwarded one). */
+  clientAddress(request: IncomingMessage): string;
   /** Whether a path (without its query) is an operational route, never refused. */
   isOperational(path: string): boolean;
   /** Called for each refusal (metrics). */
-  onRefused(request: IncomingMessage): void;
+  onRefused(request: IncomingMessage, status: number): void;
 }
 
-/** Wraps the server's request listener with the admission; with a target of 0, returns it as is. */
+/** Wraps the server's request listener with the admission. */
 export function admitByQueueTime(next: RequestListener, options: QueueAdmissionOptions): RequestListener {
-  if (options.maxQueueDelayMs === 0) return next;
-  let turnStartedMs: number | null = null;
-  let refused: ServerResponse[] = [];
-  const endTurn = () => {
-    turnStartedMs = null;
-    const answers = refused;
-    refused = [];
-    for (const response of answers) {
-      if (!response.destroyed) response.writeHead(QUEUED_TOO_LONG.status, QUEUED_TOO_LONG_HEADERS).end(QUEUED_TOO_LONG_BODY);
-    }
-  };
+  if (options.maxQueueDelayMs === 0 && options.clientTurnBudgetMs === 0) return next;
+  const turn = new Turn(options.clientTurnBudgetMs);
   const answeredMs = new WeakMap<Socket, number>();
+  const admit = (request: IncomingMessage, response: ServerResponse, client: string): void => {
+    turn.admitted(client, response);
+    next(request, response);
+  };
   return (request, response) => {
-    const nowMs = performance.now();
     const socket = request.socket;
     response.once("finish", () => answeredMs.set(socket, performance.now()));
-    if (turnStartedMs === null) {
-      turnStartedMs = nowMs;
-      setImmediate(endTurn);
-      return next(request, response);
+    if (options.isOperational(pathOf(request.url))) return next(request, response);
+    const nowMs = turn.read();
+    const client = options.clientAddress(request);
+    if (turn.overBudget(client)) {
+      options.onRefused(request, OVER_CLIENT_SHARE.status);
+      return turn.refuse(response, OVER_CLIENT_SHARE);
     }
-    const arrivedMs = Math.max(turnStartedMs, answeredMs.get(socket) ?? 0);
-    if (nowMs - arrivedMs <= options.maxQueueDelayMs || options.isOperational(pathOf(request.url))) return next(request, response);
-    options.onRefused(request);
-    refused.push(response);
+    const arrivedMs = Math.max(turn.startedMs, answeredMs.get(socket) ?? 0);
+    if (options.maxQueueDelayMs === 0 || turn.isFirst || nowMs - arrivedMs <= options.maxQueueDelayMs)
+      return admit(request, response, client);
+    options.onRefused(request, QUEUED_TOO_LONG.status);
+    turn.refuse(response, QUEUED_TOO_LONG);
   };
+}
+
+/**
+ * One event-loop turn as the admission sees it: when its first request was read, each client
+ * address's admitted work so far, and the refusals to write when it ends (setImmediate).
+ */
+class Turn {
+  startedMs = 0;
+  isFirst = true;
+  private active = false;
+  private readonly workMs = new Map<string, number>();
+  private readonly reads = new Map<string, number>();
+  /** The last admitted request's address, answer and when it was admitted: its work runs until the next read. */
+  private running: { client: string; response: ServerResponse; sinceMs: number } | null = null;
+  private refused: { response: ServerResponse; answer: Refusal }[] = [];
+
+  constructor(private readonly budgetMs: number) {}
+
+  /** A request was read now: starts a turn if none is going on, and charges the work since the last admission. */
+  read(): number {
+    const nowMs = performance.now();
+    this.isFirst = !this.active;
+    if (!this.active) {
+      this.active = true;
+      this.startedMs = nowMs;
+      setImmediate(() => this.end());
+    }
+    this.charge(nowMs);
+    return nowMs;
+  }
+
+  /** Counts a request of `client` read in this turn; whether the address is past its share of the turn. */
+  overBudget(client: string): boolean {
+    const reads = (this.reads.get(client) ?? 0) + 1;
+    this.reads.set(client, reads);
+    return this.budgetMs > 0 && reads > CLIENT_TURN_FREE_REQUESTS && (this.workMs.get(client) ?? 0) >= this.budgetMs;
+  }
+
+  admitted(client: string, response: ServerResponse): void {
+    this.running = { client, response, sinceMs: performance.now() };
+  }
+
+  refuse(response: ServerResponse, answer: Refusal): void {
+    this.refused.push({ response, answer });
+  }
+
+  /**
+   * Charges the time since the last admission to its address if its answer was given meanwhile:
+   * then that time was its handler's. An answer still to come (a body to read, PostgreSQL, the
+   * intake threads) spans turns, and what ran meanwhile was others' work: a backend's 8 concurrent
+   * PUTs were charged for the writes of their predecessors and refused.
+   */
+  private charge(nowMs: number): void {
+    if (this.running === null) return;
+    const { client, response, sinceMs } = this.running;
+    if (response.writableEnded) this.workMs.set(client, (this.workMs.get(client) ?? 0) + (nowMs - sinceMs));
+    this.running = null;
+  }
+
+  private end(): void {
+    this.active = false;
+    this.running = null;
+    this.workMs.clear();
+    this.reads.clear();
+    const answers = this.refused;
+    this.refused = [];
+    const held = answers.filter(({ answer }) => answer === OVER_CLIENT_SHARE);
+    writeRefusals(answers.filter(({ answer }) => answer !== OVER_CLIENT_SHARE));
+    if (held.length > 0) setTimeout(() => writeRefusals(held), CLIENT_REFUSAL_HOLD_MS);
+  }
+}
+
+function writeRefusals(answers: readonly { response: ServerResponse; answer: Refusal }[]): void {
+  for (const { response, answer } of answers) {
+    if (!response.destroyed) response.writeHead(answer.status, answer.headers).end(answer.body);
+  }
 }
 
 function pathOf(url: string | undefined): string {

@@ -36,7 +36,7 @@ export type Env = Record<string, string>;
  * process), so a test server would shed requests that no test meant as load. The shedding test
  * turns it on explicitly; every other test server, in-process or spawned, runs with this.
  */
-export const NO_LOAD_SHEDDING: Env = { MAX_EVENT_LOOP_DELAY_MS: "0", MAX_QUEUE_DELAY_MS: "0" };
+export const NO_LOAD_SHEDDING: Env = { MAX_EVENT_LOOP_DELAY_MS: "0", MAX_QUEUE_DELAY_MS: "0", CLIENT_TURN_BUDGET_MS: "0" };
 
 export interface ExitInfo {
   code: number | null;
