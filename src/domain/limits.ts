@@ -291,3 +291,11 @@ export const CLIENT_TURN_FREE_REQUESTS = 4;
  * everybody. Held, each of its connections sends at most one request per hold.
  */
 export const CLIENT_REFUSAL_HOLD_MS = 500;
+
+/**
+ * A client address is held to its share of a turn only while the process serves somebody else
+ * too: another address's request read within this long. Alone, a client may take every turn
+ * (a points program's backend is often one address): `npm run bench`'s balance reads from one
+ * address met 429 with the share applied unconditionally, on an otherwise idle process.
+ */
+export const CLIENT_CONTENTION_WINDOW_MS = 10_000;

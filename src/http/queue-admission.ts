@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { rateLimited, unavailable, type ApiError } from "../domain/errors.js";
-import { CLIENT_REFUSAL_HOLD_MS, CLIENT_TURN_FREE_REQUESTS } from "../domain/limits.js";
+import { CLIENT_CONTENTION_WINDOW_MS, CLIENT_REFUSAL_HOLD_MS, CLIENT_TURN_FREE_REQUESTS } from "../domain/limits.js";
 
 /**
  * Admission by queueing time (CoDel-like), in front of Fastify.
@@ -33,8 +33,9 @@ import { CLIENT_REFUSAL_HOLD_MS, CLIENT_TURN_FREE_REQUESTS } from "../domain/lim
  * (issue 30): 1,500 keep-alive clients from one address, each resending the moment it is answered
  * and ignoring Retry-After, are all back in the next turn; the queueing rule let their first
  * requests take each turn's whole 300 ms, and another tenant's request, read later in the turn,
- * was refused every time (0 of 6 served, a refusal after 2.5 s). Now, within a turn, an address
- * whose admitted requests have taken `clientTurnBudgetMs` of it gets 429 + Retry-After for its
+ * was refused every time (0 of 6 served, a refusal after 2.5 s). Now, within a turn, while another
+ * address has been read within CLIENT_CONTENTION_WINDOW_MS (a client alone may take every turn), an
+ * address whose admitted requests have taken `clientTurnBudgetMs` of it gets 429 + Retry-After for its
  * further requests of that turn (its first CLIENT_TURN_FREE_REQUESTS of a turn are admitted; its
  * requests in flight across turns, waiting on PostgreSQL or the intake threads, are bounded by
  * MAX_IN_FLIGHT_PER_CLIENT in src/http/app.ts). A request's work is what runs between its
@@ -97,7 +98,7 @@ export function admitByQueueTime(next: RequestListener, options: QueueAdmissionO
     if (options.isOperational(pathOf(request.url))) return next(request, response);
     const nowMs = turn.read();
     const client = options.clientAddress(request);
-    if (turn.overBudget(client)) {
+    if (turn.overBudget(client, nowMs)) {
       options.onRefused(request, OVER_CLIENT_SHARE.status);
       return turn.refuse(response, OVER_CLIENT_SHARE);
     }
@@ -122,6 +123,8 @@ class Turn {
   /** The last admitted request's address, answer and when it was admitted: its work runs until the next read. */
   private running: { client: string; response: ServerResponse; sinceMs: number } | null = null;
   private refused: { response: ServerResponse; answer: Refusal }[] = [];
+  /** The last two distinct addresses read, and when: a share applies only while another address is being served too. */
+  private lastClients: { client: string; atMs: number }[] = [];
 
   constructor(private readonly budgetMs: number) {}
 
@@ -138,11 +141,22 @@ class Turn {
     return nowMs;
   }
 
-  /** Counts a request of `client` read in this turn; whether the address is past its share of the turn. */
-  overBudget(client: string): boolean {
+  /**
+   * Counts a request of `client` read in this turn; whether the address is past its share of the
+   * turn while another address was read within CLIENT_CONTENTION_WINDOW_MS (alone, it may take all).
+   */
+  overBudget(client: string, nowMs: number): boolean {
     const reads = (this.reads.get(client) ?? 0) + 1;
     this.reads.set(client, reads);
-    return this.budgetMs > 0 && reads > CLIENT_TURN_FREE_REQUESTS && (this.workMs.get(client) ?? 0) >= this.budgetMs;
+    const contended = this.sawOther(client, nowMs);
+    return this.budgetMs > 0 && contended && reads > CLIENT_TURN_FREE_REQUESTS && (this.workMs.get(client) ?? 0) >= this.budgetMs;
+  }
+
+  /** Whether an address other than `client` was read within CLIENT_CONTENTION_WINDOW_MS; remembers `client` as read now. */
+  private sawOther(client: string, nowMs: number): boolean {
+    const other = this.lastClients.find((seen) => seen.client !== client);
+    this.lastClients = [{ client, atMs: nowMs }, ...(other === undefined ? [] : [other])];
+    return other !== undefined && nowMs - other.atMs <= CLIENT_CONTENTION_WINDOW_MS;
   }
 
   admitted(client: string, response: ServerResponse): void {
