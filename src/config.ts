@@ -62,6 +62,10 @@ export interface Config {
   publicReads: boolean;
   /** PUBLIC_READ_RATE_LIMIT_PER_MINUTE: requests one client address may make to the public reads (with PUBLIC_READS) per minute. */
   publicReadRateLimitPerMinute: number;
+  /** NEW_WINDOWS_PER_MINUTE_PER_CALLER: refill of one caller's bucket of new leaderboard windows, those not kept as a board (src/http/window-budget.ts). */
+  newWindowsPerMinutePerCaller: number;
+  /** NEW_WINDOWS_PER_MINUTE_PER_CONTRACT: the same for the bucket of all callers of one contract. */
+  newWindowsPerMinutePerContract: number;
   /** Origins allowed to call the API from a browser (CORS); empty means no CORS headers. */
   corsOrigins: string[];
   /** Fastify trustProxy: false, true, or addresses/CIDRs of the trusted proxies. */
@@ -299,6 +303,20 @@ export function loadConfig(env: Env = process.env): Config {
     webhookClaimLeaseMs: readInt(env, "WEBHOOK_CLAIM_LEASE_MS", DEFAULT_WEBHOOK_CLAIM_LEASE_MS, 1000, 600_000),
     publicReads: readChoice(env, "PUBLIC_READS", "false", ["true", "false"]) === "true",
     publicReadRateLimitPerMinute: readInt(env, "PUBLIC_READ_RATE_LIMIT_PER_MINUTE", 600, 1, 100_000_000),
+    newWindowsPerMinutePerCaller: readInt(
+      env,
+      "NEW_WINDOWS_PER_MINUTE_PER_CALLER",
+      DEFAULT_NEW_WINDOWS_PER_MINUTE_PER_CALLER,
+      1,
+      100_000_000,
+    ),
+    newWindowsPerMinutePerContract: readInt(
+      env,
+      "NEW_WINDOWS_PER_MINUTE_PER_CONTRACT",
+      DEFAULT_NEW_WINDOWS_PER_MINUTE_PER_CONTRACT,
+      1,
+      100_000_000,
+    ),
     trustProxy: readTrustProxy(env),
     corsOrigins: readCorsOrigins(env),
     sqliteSynchronous: readChoice(env, "SQLITE_SYNCHRONOUS", "FULL", ["FULL", "NORMAL"] as const),
@@ -318,6 +336,14 @@ export function loadConfig(env: Env = process.env): Config {
     ...readEventStreamCaps(env),
   };
 }
+
+/**
+ * New leaderboard windows (src/http/window-budget.ts): a person choosing windows in the console
+ * asks a few a minute; a program's page shows a handful of fixed ones, kept as boards and free.
+ * Measured in test/window-budget.test.ts.
+ */
+const DEFAULT_NEW_WINDOWS_PER_MINUTE_PER_CALLER = 30;
+const DEFAULT_NEW_WINDOWS_PER_MINUTE_PER_CONTRACT = 120;
 
 /**
  * Admission per client address (src/http/queue-admission.ts): a third of the default queueing

@@ -299,3 +299,14 @@ export const CLIENT_REFUSAL_HOLD_MS = 500;
  * address met 429 with the share applied unconditionally, on an otherwise idle process.
  */
 export const CLIENT_CONTENTION_WINDOW_MS = 10_000;
+
+/**
+ * The budget of new leaderboard windows (src/http/window-budget.ts): the tokens a caller's and a
+ * contract's buckets hold at most (their refill rates are settings: NEW_WINDOWS_PER_MINUTE_PER_*),
+ * the boards (contract and point type) whose last asked windows it remembers, and the buckets it
+ * keeps, per process.
+ */
+export const NEW_WINDOWS_CALLER_BURST = 5;
+export const NEW_WINDOWS_CONTRACT_BURST = 20;
+export const MAX_TRACKED_WINDOW_BOARDS = 10_000;
+export const MAX_WINDOW_BUDGET_KEYS = 100_000;

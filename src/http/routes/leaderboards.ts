@@ -15,6 +15,7 @@ import { declareScope } from "../access.js";
 import { authenticateContract, type AuthLimits } from "../auth.js";
 import type { AppContext } from "../context.js";
 import { presentsAdminToken, publicReadLimit } from "../public-reads.js";
+import { windowBudget, type WindowBudget } from "../window-budget.js";
 import {
   LeaderboardResponses,
   LeaderboardStandingParams,
@@ -51,11 +52,12 @@ export function leaderboardRoutes(scope: FastifyInstance, ctx: AppContext, limit
     }
     await contractHook.call(this, request, reply);
   });
-  boardRoute(scope, ctx);
-  standingRoute(scope, ctx);
+  const budget = windowBudget(ctx);
+  boardRoute(scope, ctx, budget);
+  standingRoute(scope, ctx, budget);
 }
 
-function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
+function boardRoute(fastify: FastifyInstance, ctx: AppContext, budget: WindowBudget): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     "/leaderboard",
@@ -66,7 +68,7 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
         security,
         params: ContractParams,
         querystring: leaderboardQuerySchema(ctx.config),
-        response: responses(LeaderboardResponses.page, 400, 401, 403),
+        response: responses(LeaderboardResponses.page, 400, 401, 403, 429),
       },
     },
     async (request) => {
@@ -74,6 +76,7 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
       const { pointType, limit = PAGE_LIMIT_DEFAULT } = request.query;
       const window = windowOf(request.query);
       const previous = request.query.cursor === undefined ? null : boardCursorOf(request.query.cursor, pointType, window);
+      await budget(request, contract, pointType, window);
       const page = await ctx.store.readBoard({
         contract,
         pointType,
@@ -99,7 +102,7 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext): void {
   );
 }
 
-function standingRoute(fastify: FastifyInstance, ctx: AppContext): void {
+function standingRoute(fastify: FastifyInstance, ctx: AppContext, budget: WindowBudget): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     "/leaderboard/:address",
@@ -110,13 +113,14 @@ function standingRoute(fastify: FastifyInstance, ctx: AppContext): void {
         security,
         params: LeaderboardStandingParams,
         querystring: leaderboardStandingQuerySchema(ctx.config),
-        response: responses(LeaderboardResponses.standing, 400, 401, 403),
+        response: responses(LeaderboardResponses.standing, 400, 401, 403, 429),
       },
     },
     async (request) => {
       const contract = requireAddress(request.params.contractAddress, "contractAddress");
       const address = requireAddress(request.params.address, "address");
       const window = windowOf(request.query);
+      await budget(request, contract, request.query.pointType, window);
       const standing = await ctx.store.readStanding(contract, request.query.pointType, window, address, ctx.clock.now());
       return {
         success: true as const,
