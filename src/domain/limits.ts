@@ -306,7 +306,8 @@ export const CLIENT_CONTENTION_WINDOW_MS = 10_000;
  * the boards (contract and point type) whose last asked windows it remembers, and the buckets it
  * keeps, per process.
  */
-export const NEW_WINDOWS_CALLER_BURST = 5;
+// As many as a board keeps: a person clicking through the console's windows is not refused.
+export const NEW_WINDOWS_CALLER_BURST = WINDOW_BOARDS_PER_BOARD;
 export const NEW_WINDOWS_CONTRACT_BURST = 20;
 export const MAX_TRACKED_WINDOW_BOARDS = 10_000;
 export const MAX_WINDOW_BUDGET_KEYS = 100_000;
