@@ -4,6 +4,7 @@ import { DEFAULT_EVENT_STREAMS_PER_CONTRACT, DEFAULT_EVENT_STREAMS_PER_TOKEN, MA
 import { ASSET_PATTERN, DEFAULT_BALANCE_ASSETS, DEFAULT_POINT_TYPES, POINT_TYPE_PATTERN, type PointType } from "./domain/batch.js";
 import { oneOfMessage } from "./domain/messages.js";
 import { parsePoints } from "./domain/points.js";
+import { parseSignerKey } from "./domain/signed-note.js";
 
 /**
  * Every setting, read once from the environment and validated. An invalid setting stops
@@ -85,6 +86,12 @@ export interface Config {
   /** MAX_EVENT_STREAMS_PER_CONTRACT, MAX_EVENT_STREAMS_PER_TOKEN: open event streams per contract and per token in a process (1 to MAX_EVENT_STREAMS). */
   maxEventStreamsPerContract: number;
   maxEventStreamsPerToken: number;
+  /** LOG_ORIGIN: the transparency log's origin line and key name (default: PUBLIC_URL's host + /points-ledger). */
+  logOrigin: string;
+  /** LOG_SIGNING_KEY: the checkpoints' Ed25519 key, `PRIVATE+KEY+<name>+<id>+<base64>`; null: one made at first start and kept in the database. */
+  logSigningKey: string | null;
+  /** LOG_CHECKPOINT_SECONDS: the least time between two signed checkpoints while the log grows. */
+  logCheckpointSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -334,6 +341,7 @@ export function loadConfig(env: Env = process.env): Config {
     eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
     publicUrl: readPublicUrl(env),
     ...readEventStreamCaps(env),
+    ...readTransparencyLog(env),
   };
 }
 
@@ -361,6 +369,31 @@ function readInFlightLimits(env: Env): Pick<Config, "maxInFlightRequests" | "max
     throw new ConfigError("MAX_IN_FLIGHT_PER_CLIENT", `must be ≤ MAX_IN_FLIGHT_REQUESTS (${maxInFlightRequests})`);
   }
   return { maxInFlightRequests, maxInFlightPerClient };
+}
+
+/** A signed-note key name: printable, no space and no plus sign (C2SP signed-note). */
+const LOG_ORIGIN_PATTERN = /^[\x21-\x2a\x2c-\x7e]{1,255}$/;
+
+/** LOG_ORIGIN, LOG_SIGNING_KEY and LOG_CHECKPOINT_SECONDS (API.md, Transparency log). */
+function readTransparencyLog(env: Env): Pick<Config, "logOrigin" | "logSigningKey" | "logCheckpointSeconds"> {
+  const publicUrl = readPublicUrl(env);
+  const logOrigin = env.LOG_ORIGIN?.trim() || `${publicUrl === null ? "localhost" : new URL(publicUrl).host}/points-ledger`;
+  if (!LOG_ORIGIN_PATTERN.test(logOrigin)) {
+    throw new ConfigError("LOG_ORIGIN", `must be printable ASCII without spaces or "+", like points.example.com/points-ledger`);
+  }
+  const raw = env.LOG_SIGNING_KEY?.trim() || null;
+  if (raw !== null) {
+    try {
+      parseSignerKey(raw);
+    } catch {
+      // The value is a secret: the message never repeats it.
+      throw new ConfigError(
+        "LOG_SIGNING_KEY",
+        "must be an Ed25519 signer key PRIVATE+KEY+<name>+<key id>+<base64> (points-ledger log keygen makes one)",
+      );
+    }
+  }
+  return { logOrigin, logSigningKey: raw, logCheckpointSeconds: readInt(env, "LOG_CHECKPOINT_SECONDS", 1, 1, 3600) };
 }
 
 /** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream. */

@@ -13,6 +13,7 @@ import {
   type TestLedger,
 } from "./helpers/http.js";
 import { isEvent, openSse, type SseConnection, type SseFrame } from "./helpers/sse.js";
+import { logEverything } from "./helpers/tlog.js";
 
 /**
  * GET /v1/contracts/{c}/events/stream over a real socket: events arrive live, a stream resumes
@@ -127,6 +128,7 @@ describe("GET /v1/contracts/{c}/events/stream", () => {
     expect(unknownType.status).toBe(400);
     const first = await stream();
     const oldest = await first.next(isEvent);
+    await logEverything(ledger.store);
     await ledger.store.purgeEvents(Date.now() + 1, 1000);
     const expired = await stream({ "last-event-id": oldest.id! });
     expect(expired.status).toBe(410);

@@ -1534,6 +1534,7 @@ describe("operations", () => {
         "BATCH_NOT_CANCELLABLE",
         "CREDIT_ID_EXISTS",
         "SNAPSHOT_ID_EXISTS",
+        "NOT_YET_LOGGED",
         "CURSOR_EXPIRED",
         "PAYLOAD_TOO_LARGE",
         "UNSUPPORTED_MEDIA_TYPE",

@@ -1,4 +1,5 @@
 import { PointsApiError } from "./errors.js";
+import type { EventProof } from "./log.js";
 import { PublicClient, requireAddress } from "./client.js";
 import { contractQueryOf, type ContractPage, type ContractPageQuery } from "./contracts.js";
 import { EventFeed, eventQueryOf, type EventFeedOptions } from "./events.js";
@@ -34,6 +35,17 @@ export class PointsAdminClient extends PublicClient {
 
   protected override readToken(): string {
     return this.adminToken;
+  }
+
+  protected override async eventProof(eventId: string, treeSize: number): Promise<EventProof> {
+    const body = await this.transport.request<EventProof>({
+      method: "GET",
+      path: `/v1/admin/events/${encodeURIComponent(eventId)}/proof`,
+      query: { treeSize: String(treeSize) },
+      token: this.adminToken,
+      idempotent: true,
+    });
+    return { eventId: body.eventId, logIndex: body.logIndex, treeSize: body.treeSize, leafHash: body.leafHash, proof: body.proof };
   }
 
   /** One page of GET /v1/admin/events: every stream's events, admin ones included. */

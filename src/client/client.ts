@@ -30,6 +30,7 @@ import {
   type TextDownload,
   type TransferExportQuery,
 } from "./exports.js";
+import { TransparencyLog, type EventProof } from "./log.js";
 import { parseTreeDump, type Snapshot, type SnapshotProof, type SnapshotTreeDump } from "./snapshots.js";
 import { submitAll, type SubmitAllOptions, type SubmitAllSummary } from "./submit-all.js";
 import { Transport, type TransportOptions } from "./transport.js";
@@ -90,14 +91,22 @@ export class PublicClient {
   protected readonly transport: Transport;
   /** For answers read as they arrive (exports, the event stream), outside the transport. */
   protected readonly download: DownloadTarget;
+  /** The transparency log: its checkpoints, key and proofs, verified locally (src/client/log.ts). */
+  readonly log: TransparencyLog;
 
   constructor(options: TransportOptions) {
     this.transport = new Transport(options);
+    this.log = new TransparencyLog(this.transport, (eventId, treeSize) => this.eventProof(eventId, treeSize));
     this.download = {
       baseUrl: options.baseUrl.replace(/\/+$/, ""),
       fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
       timeoutMs: options.timeoutMs ?? DOWNLOAD_TIMEOUT_MS,
     };
+  }
+
+  /** An event's inclusion proof: a contract's client or the admin client asks it; a public client cannot. */
+  protected async eventProof(eventId: string, _treeSize: number): Promise<EventProof> {
+    throw new TypeError(`the proof of event ${eventId} needs the contract's client or the admin client`);
   }
 
   /** The token of the read routes: none here (PUBLIC_READS); the admin client's is ADMIN_TOKEN. */
@@ -294,6 +303,16 @@ export class PointsClient extends PublicClient {
         ? new ApiKeySession(this.transport, options.apiKey)
         : new OperatorSession(this.transport, this.contractAddress, signerOf(options.operator), options);
     this.apiKeys = new ApiKeys(this.session, `${this.contractPath}/api-keys`);
+  }
+
+  protected override async eventProof(eventId: string, treeSize: number): Promise<EventProof> {
+    const body = await this.session.request<EventProof>({
+      method: "GET",
+      path: `${this.contractPath}/events/${encodeURIComponent(eventId)}/proof`,
+      query: { treeSize: String(treeSize) },
+      idempotent: true,
+    });
+    return { eventId: body.eventId, logIndex: body.logIndex, treeSize: body.treeSize, leafHash: body.leafHash, proof: body.proof };
   }
 
   /** null when the client was given a bearer token or an API key instead of the operator's key. */

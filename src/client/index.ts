@@ -6,6 +6,15 @@ export { PointsClient, PublicClient, type PointsClientOptions } from "./client.j
 export { ApiKeys, type Actor, type ApiKey, type ApiKeyScope, type CreatedApiKey, type NewApiKey } from "./api-keys.js";
 export { PointsAdminClient, type AdminClientOptions, type CreditSource } from "./admin.js";
 export { EventFeed, type EventFeedOptions } from "./events.js";
+export {
+  LogVerificationError,
+  TransparencyLog,
+  verifyCheckpoint,
+  verifyCheckpointConsistency,
+  verifyEventInclusion,
+  type Checkpoint,
+  type EventProof,
+} from "./log.js";
 export type { EventStreamOptions, StreamedEvent } from "./event-stream.js";
 export { consoleLoginUrl, parseConsoleLogin, type ConsoleLogin } from "./console-login.js";
 export type { ListedTransfer, TransferPage, TransferPageQuery } from "./transfers.js";

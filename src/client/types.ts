@@ -164,6 +164,8 @@ export type LedgerEvent = {
     /** Who caused it. */
     actor: Actor;
     data: EventDataByType[T];
+    /** Its place in the transparency log once logged (about a second after its commit); null before (and in webhook bodies, sent at commit). */
+    logIndex: number | null;
   };
 }[EventType];
 

@@ -16,6 +16,7 @@ export const ERROR_CATALOGUE = {
   BATCH_NOT_CANCELLABLE: { status: 409, message: "the batch can no longer be cancelled" },
   CREDIT_ID_EXISTS: { status: 409, message: "the creditId is already used" },
   SNAPSHOT_ID_EXISTS: { status: 409, message: "the snapshotId is already used" },
+  NOT_YET_LOGGED: { status: 409, message: "the event is not yet in a transparency log checkpoint of that size" },
   CURSOR_EXPIRED: { status: 410, message: "the events cursor is older than the retained events" },
   PAYLOAD_TOO_LARGE: { status: 413, message: "request body exceeds the size limit" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "the body must be application/json" },
@@ -49,6 +50,7 @@ export interface ErrorDetailsByCode {
   BATCH_NOT_CANCELLABLE: { batchId: string; status: BatchStatus };
   CREDIT_ID_EXISTS: { creditId: string; matchesRequest: boolean };
   SNAPSHOT_ID_EXISTS: { snapshotId: string; matchesRequest: boolean };
+  NOT_YET_LOGGED: undefined;
   CURSOR_EXPIRED: undefined;
   PAYLOAD_TOO_LARGE: undefined;
   UNSUPPORTED_MEDIA_TYPE: undefined;

@@ -57,6 +57,8 @@ export interface LedgerEvent<T extends EventType = EventType> {
   /** Who caused it (API.md Events): stored beside the event, in the change's transaction. */
   actor: Actor;
   data: EventDataByType[T];
+  /** Its place in the transparency log (src/ledger/transparency-log.ts), once logged after its commit; null or absent before. */
+  logIndex?: number | null;
 }
 
 /** `evt_` + 32 hex digits: unique, never reused; also the `webhook-id` of its deliveries. */
@@ -130,7 +132,11 @@ export function apiKeyEvent(type: "api_key.created" | "api_key.revoked", key: Ap
   return event(type, key.contract, occurredAtMs, actor, { apiKey: apiKeyJson(key) });
 }
 
-/** The Event object of API.md: `{id, type, contractAddress, occurredAt, actor, data}`. */
+/**
+ * The Event object of API.md: `{id, type, contractAddress, occurredAt, actor, data, logIndex}`.
+ * Less its logIndex, it is the event's transparency-log leaf (domain/log-event.ts): a change here
+ * changes every leaf a reader recomputes, so it must never change for an event already logged.
+ */
 export function eventJson(stored: LedgerEvent) {
   return {
     id: stored.id,
@@ -139,6 +145,7 @@ export function eventJson(stored: LedgerEvent) {
     occurredAt: isoTime(stored.occurredAtMs),
     actor: actorJson(stored.actor),
     data: stored.data,
+    logIndex: stored.logIndex ?? null,
   };
 }
 

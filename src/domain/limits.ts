@@ -311,3 +311,11 @@ export const NEW_WINDOWS_CALLER_BURST = WINDOW_BOARDS_PER_BOARD;
 export const NEW_WINDOWS_CONTRACT_BURST = 20;
 export const MAX_TRACKED_WINDOW_BOARDS = 10_000;
 export const MAX_WINDOW_BUDGET_KEYS = 100_000;
+
+/**
+ * The transparency log's job (src/worker/tlog.ts): how often it looks for new events when idle,
+ * and the most events one step (one transaction) logs. Steps are sized like the other bounded
+ * jobs' (HISTORY_BACKFILL_STEP_TARGET_MS) up to LOG_MAX_STEP.
+ */
+export const LOG_INTERVAL_MS = 200;
+export const LOG_MAX_STEP = 4096;

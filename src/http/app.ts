@@ -35,6 +35,7 @@ import { authRoutes } from "./routes/auth.js";
 import { batchRoutes } from "./routes/batches.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { adminEventRoutes, eventRoutes } from "./routes/events.js";
+import { adminEventProofRoutes, eventProofRoutes, logRoutes } from "./routes/log.js";
 import { balanceRoutes } from "./routes/contract.js";
 import { operationRoutes } from "./routes/operations.js";
 import { DOCS_SECURITY_HEADERS, documentRoute } from "./openapi-docs.js";
@@ -189,12 +190,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       adminRoutes(adminScope, ctx);
       adminApiKeyRoutes(adminScope, ctx);
       adminEventRoutes(adminScope, ctx);
+      adminEventProofRoutes(adminScope, ctx);
       balancesExportRoute(adminScope, ctx);
       snapshotAdminRoutes(adminScope, ctx);
     },
     { prefix: "/v1/admin" },
   );
   await app.register(async (readScope) => publicReadRoutes(readScope, ctx, authLimits), { prefix: "/v1" });
+  await app.register(async (logScope) => logRoutes(logScope, ctx), { prefix: "/v1/log" });
   app.addHook("onClose", async () => {
     unsubscribe();
     // The last minute's uses of API keys, before the store closes.
@@ -212,6 +215,7 @@ function contractRoutes(contractScope: FastifyInstance, ctx: AppContext, authLim
   batchRoutes(contractScope, ctx);
   webhookRoutes(contractScope, ctx);
   eventRoutes(contractScope, ctx);
+  eventProofRoutes(contractScope, ctx);
   transferRoutes(contractScope, ctx);
   apiKeyRoutes(contractScope, ctx);
 }

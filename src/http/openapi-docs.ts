@@ -108,6 +108,8 @@ const ERROR_MEANINGS: Partial<Record<string, string>> = {
   BATCH_ID_EXISTS: "this contract already used the batchId; `details.matchesRequest` says whether it is the same batch",
   BATCH_NOT_CANCELLABLE: "the batch is FINALIZING or FINALIZED, or its finalizeAt has passed",
   CREDIT_ID_EXISTS: "the creditId is already used; `details.matchesRequest` says whether it is the same credit",
+  NOT_YET_LOGGED:
+    "the event is not yet in a transparency log checkpoint of the size asked (events are logged about a second after their commit): ask again",
   SNAPSHOT_ID_EXISTS: "the snapshotId is already used; `details.matchesRequest` says whether it is the same snapshot",
   CURSOR_EXPIRED: "the cursor is older than the retained events: start again without `after`",
   PAYLOAD_TOO_LARGE: "the body is over the size limit",
@@ -232,6 +234,7 @@ export const responseDocs = {
         occurredAt: CREATED_AT,
         actor: { type: "operator", address: OPERATOR },
         data: { batch: exampleBatch },
+        logIndex: 41_207,
       },
     ],
     cursor: "Ahgzn1uXPW1nGJsDWnz7DcibhmYR_ILiLoP1ayAGoHgEMKGFKjUbZo9TSfe3K5eKQGRXxLzqhQy93LikiZQ",
@@ -394,7 +397,7 @@ export const streamExample = [
   "",
   "id: Ahgzn1uXPW1nGJsDWnz7DcibhmYR_ILiLoP1ayAGoHgEMKGFKjUbZo9TSfe3K5eKQGRXxLzqhQy93LikiZQ",
   "event: batch.accepted",
-  `data: {"id":"${EVENT_ID}","type":"batch.accepted","contractAddress":"${CONTRACT}","occurredAt":"${CREATED_AT}","actor":{"type":"operator","address":"${OPERATOR}"},"data":{"batch":{"id":"${BATCH_ID}",…}}}`,
+  `data: {"id":"${EVENT_ID}","type":"batch.accepted","contractAddress":"${CONTRACT}","occurredAt":"${CREATED_AT}","actor":{"type":"operator","address":"${OPERATOR}"},"data":{"batch":{"id":"${BATCH_ID}",…}},"logIndex":null}`,
   "",
   ": keep-alive",
   "",
@@ -587,6 +590,41 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
     summary: "Prometheus metrics",
     description: `Requests, batches, finalizer lag, webhook deliveries. ${SEE}, 11. Operations.`,
   },
+  "GET /v1/log/checkpoint": {
+    summary: "The transparency log's latest signed checkpoint",
+    description: `A C2SP tlog-checkpoint signed note: origin, size, root hash, Ed25519 signature. No token. ${SEE}, 14. Transparency log.`,
+  },
+  "GET /v1/log/key": {
+    summary: "The transparency log's verifier key",
+    description: `The C2SP signed-note verifier key of the checkpoints. No token. ${SEE}, 14. Transparency log.`,
+  },
+  "GET /v1/log/proofs/consistency": {
+    summary: "Prove the log of `to` events extends the log of `from` events",
+    description: `An RFC 9162 consistency proof; from ≤ to ≤ the latest checkpoint's size. No token. ${SEE}, 14. Transparency log.`,
+  },
+  [`GET ${CONTRACT_ROUTES}/events/:eventId/proof`]: {
+    summary: "Prove one of the contract's events is in the transparency log",
+    description: `An RFC 9162 inclusion proof in the checkpoint of treeSize events (default the latest); 409 NOT_YET_LOGGED before it is in one. ${SEE}, 14. Transparency log.`,
+  },
+  "GET /v1/admin/events/:eventId/proof": {
+    summary: "Prove any event is in the transparency log (admin)",
+    description: `As the contract's route, for any event, the administrator-only ones included. ${SEE}, 14. Transparency log.`,
+  },
+};
+
+export const logResponseDocs = {
+  inclusion: ok("The event's inclusion proof (RFC 9162 §2.1.3), hashes in base64.", {
+    eventId: EVENT_ID,
+    logIndex: 41_207,
+    treeSize: 41_300,
+    leafHash: "9yJjJYl0k5sVf8mZ9u0bqk9R0kq5j3r1XwL8mU1m2Vc=",
+    proof: ["s9r0pFv3Wc0m1mO3T7tC3Yj0m1fQ0mHk2dV1s8V9lJY="],
+  }),
+  consistency: ok("The consistency proof (RFC 9162 §2.1.4), hashes in base64.", {
+    from: 41_000,
+    to: 41_300,
+    proof: ["Lx4Q0mKf1c9mJ0m0b3s7v2a1G8rT0p2Vt5nA0q1M6hE="],
+  }),
 };
 
 /**

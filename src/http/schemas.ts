@@ -163,6 +163,9 @@ const EventJson = Type.Object({
   occurredAt: Time,
   actor: ActorJson,
   data: Type.Unknown(),
+  logIndex: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+    description: "its place in the transparency log once logged (about a second after its commit), null before",
+  }),
 });
 export const EventResponses = {
   page: Type.Object(
@@ -594,5 +597,43 @@ export const LeaderboardResponses = {
       through: Type.String({ format: "date-time" }),
     },
     docs.leaderboardDocs.standing,
+  ),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Transparency log (docs/api.md Transparency log; routes/log.ts).
+
+/** A tree size or leaf count: a whole number below 2^53 (domain/tlog.ts MAX_TREE_SIZE). */
+const TreeSize = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const Base64Hash = Type.String({ description: "a SHA-256 hash, base64" });
+
+export const EventProofParams = Type.Object({ contractAddress: Address, eventId: Type.String({ minLength: 1, maxLength: 100 }) }, closed);
+export const AdminEventProofParams = Type.Object({ eventId: Type.String({ minLength: 1, maxLength: 100 }) }, closed);
+export const EventProofQuery = Type.Object(
+  { treeSize: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })) },
+  closed,
+);
+export const ConsistencyQuery = Type.Object({ from: TreeSize, to: TreeSize }, closed);
+
+export const LogResponses = {
+  inclusion: Type.Object(
+    {
+      success: Type.Literal(true),
+      eventId: Type.String(),
+      logIndex: TreeSize,
+      treeSize: TreeSize,
+      leafHash: Base64Hash,
+      proof: Type.Array(Base64Hash, { description: "RFC 9162 §2.1.3 inclusion proof, leaf to root" }),
+    },
+    docs.logResponseDocs.inclusion,
+  ),
+  consistency: Type.Object(
+    {
+      success: Type.Literal(true),
+      from: TreeSize,
+      to: TreeSize,
+      proof: Type.Array(Base64Hash, { description: "RFC 9162 §2.1.4 consistency proof" }),
+    },
+    docs.logResponseDocs.consistency,
   ),
 };

@@ -11,6 +11,7 @@ import { applyProjection, buildWindowBoards } from "./projection.js";
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 import { webhookOperations } from "./webhooks.js";
+import { appendToLog, logCheckpoint, logConsistencyProof, logInclusionProof } from "./transparency-log.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
@@ -35,5 +36,9 @@ export function ledgerOperations<Db, ReadDb>(database: LedgerDatabase<Db>, board
     readBoard: async (query) => readBoard(boards, query),
     readStanding: async (contract, pointType, window, address, nowMs) => readStanding(boards, contract, pointType, window, address, nowMs),
     ...webhookOperations(database),
+    appendToLog: async (limit, nowMs, signing) => appendToLog(database, limit, nowMs, signing),
+    logCheckpoint: async () => logCheckpoint(database),
+    logInclusionProof: async (eventId, stream, treeSize) => logInclusionProof(database, eventId, stream, treeSize),
+    logConsistencyProof: async (from, to) => logConsistencyProof(database, from, to),
   };
 }

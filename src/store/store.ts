@@ -8,6 +8,7 @@ import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
 import type { Violation } from "./ports/verify.js";
+import type { TransparencyLogStore } from "./ports/tlog.js";
 import type { WebhooksStore } from "./ports/webhooks.js";
 
 /**
@@ -29,6 +30,7 @@ export type * from "./ports/events.js";
 export type * from "./ports/webhooks.js";
 export type * from "./ports/leaderboards.js";
 export type * from "./ports/point-types.js";
+export type * from "./ports/tlog.js";
 // Snapshots' port also holds a class (SnapshotBuildAbandonedError): a value export.
 export * from "./ports/snapshots.js";
 
@@ -49,7 +51,8 @@ export interface LedgerStore
     TransfersStore,
     SnapshotsStore,
     HistoryStore,
-    LeaderboardsStore {
+    LeaderboardsStore,
+    TransparencyLogStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;
@@ -78,6 +81,10 @@ export type LedgerOperations = Pick<
   | "readBoard"
   | "readStanding"
   | keyof WebhooksStore
+  | "appendToLog"
+  | "logCheckpoint"
+  | "logInclusionProof"
+  | "logConsistencyProof"
 >;
 
 /**

@@ -7,13 +7,16 @@ import { DeliveryJob } from "../outbox/delivery-job.js";
 import { Finalizer } from "./finalize.js";
 import { ProjectionJob } from "./projection.js";
 import { PurgeJob } from "./purge.js";
+import { TransparencyLogJob } from "./tlog.js";
+import { logSigningOf } from "../auth/log-signing-key.js";
 import { WindowBoardsJob } from "./window-boards.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
  * (`points-ledger worker`): finalize (finalize.ts), deliver (../outbox/delivery-job.ts), purge (purge.ts),
  * projection (projection.ts: the finalized batches into the leaderboards and balance history,
- * after the finalization), windows (window-boards.ts: the window boards that reads asked for). Each
+ * after the finalization), windows (window-boards.ts: the window boards that reads asked for),
+ * transparencyLog (tlog.ts: the committed events into the transparency log, and its checkpoints). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).
@@ -24,6 +27,7 @@ export interface Worker {
   purge: PurgeJob;
   projection: ProjectionJob;
   windows: WindowBoardsJob;
+  transparencyLog: TransparencyLogJob;
   start(): void;
   /** Stops every job, waiting for the work in progress (the current batch, the sends in flight). */
   stop(): Promise<void>;
@@ -63,13 +67,15 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     log.child({ job: "projection" }),
   );
   const windows = new WindowBoardsJob(store, {}, log.child({ job: "windows" }));
-  const jobs = [finalize, deliver, purge, projection, windows];
+  const transparencyLog = new TransparencyLogJob(store, logSigningOf(store, config), clock, {}, log.child({ job: "transparency-log" }));
+  const jobs = [finalize, deliver, purge, projection, windows, transparencyLog];
   return {
     finalize,
     deliver,
     purge,
     projection,
     windows,
+    transparencyLog,
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {
       await Promise.all(jobs.map((job) => job.stop()));

@@ -7,6 +7,7 @@ import type { CreditsPort } from "./credits.js";
 import type { Io, Out } from "./io.js";
 import type { ProjectionPort, WindowBoardsPort } from "./leaderboards.js";
 import type { WebhooksPort } from "./webhooks.js";
+import type { TransparencyLogPort } from "./tlog.js";
 
 /** Appends events in the transition's own transaction (the outbox: an event exists iff its change committed). */
 export interface EventsAppendPort<Db, out M extends Io = Io> {
@@ -22,6 +23,7 @@ export interface LedgerPorts<Db, out M extends Io = Io> {
   apiKeys: ApiKeysPort<Db, M>;
   events: EventsAppendPort<Db, M>;
   projection: ProjectionPort<Db, M>;
+  log: TransparencyLogPort<Db, M>;
   windowBoards: WindowBoardsPort<Db, M>;
   webhooks: WebhooksPort<Db, M>;
 }

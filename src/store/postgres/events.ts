@@ -48,7 +48,7 @@ export async function appendEvents(db: PgClient, events: readonly LedgerEvent[])
   noteAppendedEvents(db, events);
 }
 
-interface EventRow {
+export interface EventRow {
   tx: string;
   seq: string;
   event_id: string;
@@ -57,9 +57,10 @@ interface EventRow {
   occurred_at_ms: string;
   actor: unknown;
   data: LedgerEvent["data"];
+  log_index: string | null;
 }
 
-function toStoredEvent(row: EventRow): StoredEvent {
+export function toStoredEvent(row: EventRow): StoredEvent {
   const type = row.type as EventType;
   return {
     position: `${row.tx}.${row.seq}`,
@@ -70,6 +71,7 @@ function toStoredEvent(row: EventRow): StoredEvent {
       occurredAtMs: toNumber(row.occurred_at_ms),
       actor: storedActor(row.actor),
       data: upgradedEventData(type, row.data),
+      logIndex: row.log_index === null ? null : toNumber(row.log_index),
     },
   };
 }
@@ -109,14 +111,14 @@ export async function listEvents(db: Queryable, query: EventQuery): Promise<Even
     name: "pl-list-events",
     text: `WITH visible AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
            page AS (
-             SELECT tx, seq, event_id, type, stream, occurred_at_ms, actor, data FROM events, visible
+             SELECT tx, seq, event_id, type, stream, occurred_at_ms, actor, data, log_index FROM events, visible
              WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < visible.xmin
                AND ($3::text IS NULL OR stream = $3) AND ($4::text[] IS NULL OR type = ANY($4))
              ORDER BY tx, seq LIMIT $5),
            newest AS (
              SELECT tx::text || '.' || seq AS position FROM events, visible
              WHERE tx < visible.xmin ORDER BY tx DESC, seq DESC LIMIT 1)
-           SELECT page.tx::text AS tx, page.seq, page.event_id, page.type, page.stream, page.occurred_at_ms, page.actor, page.data,
+           SELECT page.tx::text AS tx, page.seq, page.event_id, page.type, page.stream, page.occurred_at_ms, page.actor, page.data, page.log_index,
                   (SELECT position FROM newest) AS newest
            FROM (SELECT 1) AS one LEFT JOIN page ON true
            ORDER BY page.tx, page.seq`,
@@ -137,8 +139,9 @@ export async function listEvents(db: Queryable, query: EventQuery): Promise<Even
 
 /**
  * Deletes up to `limit` of the oldest events (in reading order), stopping at the first that
- * occurred at or after `beforeMs`, and records how far it went, in one transaction: a cursor
- * before that is expired, never silently short.
+ * occurred at or after `beforeMs` or that the transparency log has not read yet (its leaf is
+ * computed from the event), and records how far it went, in one transaction: a cursor before that
+ * is expired, never silently short.
  */
 export async function purgeEvents(db: Queryable, beforeMs: number, limit: number): Promise<number> {
   const purged = await purgedThrough(db);
@@ -146,6 +149,7 @@ export async function purgeEvents(db: Queryable, beforeMs: number, limit: number
     name: "pl-oldest-events",
     text: `SELECT tx::text AS tx, seq, occurred_at_ms FROM events
            WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+             AND (tx, seq) <= (SELECT position_tx, position_seq FROM log_state WHERE id = 1)
            ORDER BY tx, seq LIMIT $3`,
     values: [purged[0], purged[1], limit],
   });

@@ -1,4 +1,4 @@
-import type { LedgerFlows, LedgerOperations, LedgerStore, WebhooksStore } from "../store.js";
+import type { LedgerFlows, LedgerOperations, LedgerStore, TransparencyLogStore, WebhooksStore } from "../store.js";
 import { accounts } from "./accounts.js";
 import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
@@ -80,6 +80,7 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     projectionState: () => run(() => projectionState(pool)),
     applyProjection: guarded(ledger.applyProjection),
     buildWindowBoards: guarded(ledger.buildWindowBoards),
+    ...logOperations(ledger, guarded),
   };
 }
 
@@ -104,5 +105,15 @@ function guardedWebhooks(ledger: LedgerOperations, guarded: Guard): WebhooksStor
     recoverDeliveries: guarded(ledger.recoverDeliveries),
     purgeDeliveries: guarded(ledger.purgeDeliveries),
     webhookBacklog: guarded(ledger.webhookBacklog),
+  };
+}
+
+/** The transparency log's operations (flows of src/ledger/transparency-log.ts), each guarded as the other ledger operations are. */
+function logOperations(ledger: LedgerOperations, guarded: Guard): TransparencyLogStore {
+  return {
+    appendToLog: guarded(ledger.appendToLog),
+    logCheckpoint: guarded(ledger.logCheckpoint),
+    logInclusionProof: guarded(ledger.logInclusionProof),
+    logConsistencyProof: guarded(ledger.logConsistencyProof),
   };
 }

@@ -9,6 +9,7 @@ import { isConnectionError, transaction, type PgClient, type PgPool, type Querya
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
 import { webhooks } from "./webhooks.js";
+import { postgresTransparencyLog as log } from "./tlog.js";
 
 /** A client checked out of the pool (a transaction's), rather than the pool itself. */
 function isClient(db: Queryable): db is PgClient {
@@ -30,7 +31,7 @@ const events = {
 export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async"> {
   return {
     mode: "async",
-    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log },
     transact: (work, options) => transaction(pool, work, options),
     read: (work) => work(pool),
     // Each batch commits alone (finalizeAttempt), so the pass itself holds no transaction: its

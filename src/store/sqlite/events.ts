@@ -43,7 +43,7 @@ export function takeAppendedEvents(db: SqliteDb): LedgerEvent[] {
   return events;
 }
 
-interface EventRow {
+export interface EventRow {
   seq: bigint;
   event_id: string;
   type: string;
@@ -51,9 +51,10 @@ interface EventRow {
   occurred_at_ms: bigint;
   actor: string;
   data: string;
+  log_index: bigint | null;
 }
 
-function toStoredEvent(row: EventRow): StoredEvent {
+export function toStoredEvent(row: EventRow): StoredEvent {
   const type = row.type as EventType;
   return {
     position: row.seq.toString(),
@@ -64,6 +65,7 @@ function toStoredEvent(row: EventRow): StoredEvent {
       occurredAtMs: toNumber(row.occurred_at_ms),
       actor: storedActor(row.actor),
       data: upgradedEventData(type, JSON.parse(row.data) as LedgerEvent["data"]),
+      logIndex: row.log_index === null ? null : toNumber(row.log_index),
     },
   };
 }
@@ -113,11 +115,15 @@ export function listEvents(db: SqliteDb, query: EventQuery): EventPage {
 
 /**
  * Deletes up to `limit` of the oldest events, stopping at the first that occurred at or after
- * `beforeMs` (so what is retained is always a whole suffix of the log), and remembers how far it
- * went: a cursor before that is expired, never silently short.
+ * `beforeMs` (so what is retained is always a whole suffix of the log) or that the transparency
+ * log has not read yet (its leaf is computed from the event), and remembers how far it went: a
+ * cursor before that is expired, never silently short.
  */
 export function purgeEvents(db: SqliteDb, beforeMs: number, limit: number): number {
-  const oldest = statement(db, "SELECT seq, occurred_at_ms FROM events WHERE seq > ? ORDER BY seq LIMIT ?")
+  const oldest = statement(
+    db,
+    "SELECT seq, occurred_at_ms FROM events WHERE seq > ? AND seq <= (SELECT position_seq FROM log_state WHERE id = 1) ORDER BY seq LIMIT ?",
+  )
     .raw(true)
     .all(purgedThrough(db), limit) as [bigint, bigint][];
   let last: bigint | null = null;

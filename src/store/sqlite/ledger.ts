@@ -10,6 +10,7 @@ import { toStoreError, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
 import { webhooks } from "./webhooks.js";
+import { sqliteTransparencyLog as log } from "./tlog.js";
 
 /**
  * Longest one finalization pass may hold the writer (and, better-sqlite3 being synchronous,
@@ -57,7 +58,7 @@ function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactO
 export function sqliteLedger(current: () => SqliteDb): LedgerDatabaseOf<SqliteDb, "sync"> {
   return {
     mode: "sync",
-    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log },
     transact: (work, options) => transact(current(), work, options),
     read: (work) => work(current()),
     finalizePass: (work) => {

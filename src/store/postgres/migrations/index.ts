@@ -494,4 +494,32 @@ export const MIGRATIONS: Migration[] = [
       DROP TABLE history_backfill;
     `,
   },
+  {
+    // The transparency log (src/ledger/transparency-log.ts; the SQLite migration 18 does the same):
+    // tiles of the Merkle tree, the log's position in the event log's (tx, seq) order, its size and
+    // latest signed checkpoint, and each event's log_index once logged (no index on it: the column
+    // is written once per event and stays a HOT update).
+    version: 16,
+    name: "transparency_log",
+    sql: `
+      ALTER TABLE events ADD COLUMN log_index BIGINT;
+      CREATE TABLE log_tiles (
+        tile_level INTEGER NOT NULL,
+        tile_index BIGINT NOT NULL,
+        hashes BYTEA NOT NULL CHECK (octet_length(hashes) BETWEEN 32 AND 8192 AND octet_length(hashes) % 32 = 0),
+        PRIMARY KEY (tile_level, tile_index)
+      );
+      CREATE TABLE log_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        size BIGINT NOT NULL,
+        position_tx xid8 NOT NULL,
+        position_seq BIGINT NOT NULL,
+        checkpoint_size BIGINT,
+        checkpoint_root BYTEA,
+        checkpoint_note TEXT,
+        checkpoint_at_ms BIGINT
+      );
+      INSERT INTO log_state (id, size, position_tx, position_seq) VALUES (1, 0, '0', 0);
+    `,
+  },
 ];

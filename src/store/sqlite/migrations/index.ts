@@ -600,4 +600,32 @@ export const MIGRATIONS: Migration[] = [
       DROP TABLE history_backfill;
     `,
   },
+  {
+    // The transparency log (API.md, Transparency log; src/ledger/transparency-log.ts), a projection
+    // of the events: log_tiles holds the Merkle tree as tiles of up to 256 hashes (domain/tlog.ts,
+    // about 33 bytes an event, kept when events are purged); log_state how far the log has read the
+    // events (position_seq), its size, and the latest signed checkpoint; events.log_index each
+    // event's place once logged. The events retained at the upgrade are logged from the oldest.
+    version: 18,
+    name: "transparency_log",
+    sql: `
+      ALTER TABLE events ADD COLUMN log_index INTEGER;
+      CREATE TABLE log_tiles (
+        tile_level INTEGER NOT NULL,
+        tile_index INTEGER NOT NULL,
+        hashes BLOB NOT NULL CHECK (length(hashes) BETWEEN 32 AND 8192 AND length(hashes) % 32 = 0),
+        PRIMARY KEY (tile_level, tile_index)
+      );
+      CREATE TABLE log_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        size INTEGER NOT NULL,
+        position_seq INTEGER NOT NULL,
+        checkpoint_size INTEGER,
+        checkpoint_root BLOB,
+        checkpoint_note TEXT,
+        checkpoint_at_ms INTEGER
+      );
+      INSERT INTO log_state (id, size, position_seq) VALUES (1, 0, 0);
+    `,
+  },
 ];

@@ -1,0 +1,116 @@
+import { assertInvariant } from "../domain/errors.js";
+import { eventJson } from "../domain/events.js";
+import { eventLeafHash } from "../domain/log-event.js";
+import { checkpointText, signNote } from "../domain/signed-note.js";
+import {
+  appendToTiles,
+  consistencyProof,
+  edgeTiles,
+  inclusionProof,
+  nodeHashesFromTiles,
+  nodesNeeded,
+  tilesOf,
+  treeHash,
+  type Hash,
+  type NodeHashes,
+  type Tile,
+} from "../domain/tlog.js";
+import type { AddressKey } from "../domain/address.js";
+import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
+import type { ConsistencyAnswer, InclusionAnswer, LogSigning, LogStep, StoredCheckpoint } from "../store/ports/tlog.js";
+import { inTransaction, io, readWith, type Flow } from "./flow.js";
+
+/**
+ * The transparency log (API.md, Transparency log), a projection of the event log: each step reads
+ * the events committed after its position, in the event log's one order (which only grows at its
+ * end), appends their leaves to the tree's tiles, stamps their logIndex, and moves its position,
+ * in one transaction; a crash loses and doubles nothing, and on PostgreSQL one instance logs at a
+ * time (an advisory lock, tried). webhook.test events are passed over: they are on no stream.
+ * Nothing here runs inside a transition's transaction.
+ */
+
+/** The tiles `compute` needs, read at once, as a NodeHashes. */
+function* tileNodes<Db>(ports: LedgerPorts<Db>, db: Db, compute: (node: NodeHashes) => unknown): Flow<NodeHashes> {
+  const keys = tilesOf(nodesNeeded(compute));
+  const tiles: Tile[] = keys.length === 0 ? [] : yield* io(ports.log.readTiles(db, keys));
+  return nodeHashesFromTiles(new Map(tiles.map((tile) => [`${tile.level}/${tile.index}`, tile.hashes])));
+}
+
+function* signCheckpoint<Db>(ports: LedgerPorts<Db>, db: Db, size: number, nowMs: number, signing: LogSigning): Flow<StoredCheckpoint> {
+  const node = yield* tileNodes(ports, db, (nodes) => treeHash(size, nodes));
+  const root = treeHash(size, node);
+  const note = signNote(checkpointText({ origin: signing.origin, size, root }), signing.signer);
+  const checkpoint = { size, root, note, signedAtMs: nowMs };
+  yield* io(ports.log.storeCheckpoint(db, checkpoint));
+  return checkpoint;
+}
+
+/** One step: up to `limit` events logged, then a checkpoint if the tree outgrew the last one and the interval has passed (or none was ever signed). */
+export async function appendToLog<Db>(database: LedgerDatabase<Db>, limit: number, nowMs: number, signing: LogSigning): Promise<LogStep> {
+  return inTransaction(database, function* (ports, db) {
+    if (!(yield* io(ports.log.claimLogger(db)))) return { logged: 0, more: false, checkpoint: null, unsigned: false };
+    const state = yield* io(ports.log.logState(db));
+    const read = yield* io(ports.log.eventsToLog(db, state.position, limit));
+    const logged = read.filter(({ event }) => event.type !== "webhook.test");
+    let size = state.size;
+    if (logged.length > 0) {
+      const edge = yield* io(ports.log.readTiles(db, edgeTiles(size)));
+      const leaves: Hash[] = logged.map(({ event }) => {
+        assertInvariant(event.logIndex === null || event.logIndex === undefined, `event ${event.id} is logged already`);
+        return eventLeafHash(eventJson(event));
+      });
+      yield* io(ports.log.writeTiles(db, appendToTiles(size, edge, leaves)));
+      yield* io(
+        ports.log.setLogIndexes(
+          db,
+          logged.map(({ event }, i) => ({ eventId: event.id, logIndex: size + i })),
+        ),
+      );
+      size += logged.length;
+    }
+    if (read.length > 0) yield* io(ports.log.advanceLog(db, size, read.at(-1)!.position));
+    let checkpoint = state.checkpoint;
+    const due = checkpoint === null || (size > checkpoint.size && nowMs - checkpoint.signedAtMs >= signing.checkpointIntervalMs);
+    if (due) checkpoint = yield* signCheckpoint(ports, db, size, nowMs, signing);
+    return { logged: logged.length, more: read.length === limit, checkpoint, unsigned: size > checkpoint!.size };
+  });
+}
+
+export async function logCheckpoint<Db>(database: LedgerDatabase<Db>): Promise<StoredCheckpoint | null> {
+  return readWith(database, function* (ports, db) {
+    return (yield* io(ports.log.logState(db))).checkpoint;
+  });
+}
+
+/** The inclusion proof of one event (InclusionAnswer says why there is none). */
+export async function logInclusionProof<Db>(
+  database: LedgerDatabase<Db>,
+  eventId: string,
+  stream: AddressKey | null,
+  treeSize: number | null,
+): Promise<InclusionAnswer> {
+  return readWith(database, function* (ports, db): Flow<InclusionAnswer> {
+    const event = yield* io(ports.log.loggedEvent(db, eventId));
+    if (event === null || (stream !== null && event.stream !== stream)) return { kind: "not_found" };
+    const checkpoint = (yield* io(ports.log.logState(db))).checkpoint;
+    const checkpointSize = checkpoint?.size ?? 0;
+    if (treeSize !== null && treeSize > checkpointSize) return { kind: "too_large", checkpointSize };
+    const size = treeSize ?? checkpointSize;
+    if (event.logIndex === null || event.logIndex >= size) return { kind: "not_yet_logged" };
+    const index = event.logIndex;
+    const node = yield* tileNodes(ports, db, (nodes) => {
+      nodes(0, index);
+      return inclusionProof(index, size, nodes);
+    });
+    return { kind: "proof", logIndex: index, treeSize: size, leafHash: node(0, index), proof: inclusionProof(index, size, node) };
+  });
+}
+
+export async function logConsistencyProof<Db>(database: LedgerDatabase<Db>, from: number, to: number): Promise<ConsistencyAnswer> {
+  return readWith(database, function* (ports, db): Flow<ConsistencyAnswer> {
+    const checkpointSize = (yield* io(ports.log.logState(db))).checkpoint?.size ?? 0;
+    if (to > checkpointSize) return { kind: "too_large", checkpointSize };
+    const node = yield* tileNodes(ports, db, (nodes) => consistencyProof(from, to, nodes));
+    return { kind: "proof", proof: consistencyProof(from, to, node) };
+  });
+}

@@ -1,0 +1,96 @@
+import type { AddressKey } from "../../domain/address.js";
+import type { NoteSigner } from "../../domain/signed-note.js";
+import type { Tile, TileKey } from "../../domain/tlog.js";
+import type { StoredEvent } from "./events.js";
+import type { Io, Out } from "./io.js";
+
+/**
+ * The transparency log's port (API.md, Transparency log; src/ledger/transparency-log.ts): the
+ * tree kept as tiles (domain/tlog.ts), how far the log has read the event log, and the latest
+ * signed checkpoint. The log is a projection of the events: written after their commit, its
+ * position stored in the same transaction as its tiles.
+ */
+
+/** The latest signed checkpoint, as served. */
+export interface StoredCheckpoint {
+  size: number;
+  root: Uint8Array;
+  /** The C2SP signed note (`tlog-checkpoint` text plus its signature line). */
+  note: string;
+  signedAtMs: number;
+}
+
+export interface LogState {
+  /** Leaves in the tree. */
+  size: number;
+  /** The event log position (ports/events.ts) of the last event read into the log: the next pass reads after it. */
+  position: string;
+  checkpoint: StoredCheckpoint | null;
+}
+
+/** An event's place in the log, for its proof. */
+export interface LoggedEvent {
+  stream: AddressKey | null;
+  /** null: not logged yet. */
+  logIndex: number | null;
+}
+
+/** The table primitives each adapter's tlog.ts gives (`satisfies` this). */
+export interface TransparencyLogPort<Db, out M extends Io = Io> {
+  /** One logger at a time (PostgreSQL: a transaction advisory lock, tried); false: another instance is logging. */
+  claimLogger(db: Db): Out<M, boolean>;
+  logState(db: Db): Out<M, LogState>;
+  /** Up to `limit` events after `position` in the event log's one order, of finished transactions only (PostgreSQL: older than every one running). */
+  eventsToLog(db: Db, position: string, limit: number): Out<M, StoredEvent[]>;
+  /** The stored tiles among `keys` (a tile not stored yet is left out). */
+  readTiles(db: Db, keys: readonly TileKey[]): Out<M, Tile[]>;
+  /** Writes each tile whole, over the stored one. */
+  writeTiles(db: Db, tiles: readonly Tile[]): Out<M, void>;
+  setLogIndexes(db: Db, entries: readonly { eventId: string; logIndex: number }[]): Out<M, void>;
+  advanceLog(db: Db, size: number, position: string): Out<M, void>;
+  storeCheckpoint(db: Db, checkpoint: StoredCheckpoint): Out<M, void>;
+  /** null: no such event (or purged). */
+  loggedEvent(db: Db, eventId: string): Out<M, LoggedEvent | null>;
+}
+
+/** How the log signs its checkpoints (config: LOG_ORIGIN, LOG_SIGNING_KEY, LOG_CHECKPOINT_SECONDS). */
+export interface LogSigning {
+  origin: string;
+  signer: NoteSigner;
+  checkpointIntervalMs: number;
+}
+
+export interface LogStep {
+  /** Events added to the tree. */
+  logged: number;
+  /** A full step: more events may be waiting. */
+  more: boolean;
+  /** The latest checkpoint after the step. */
+  checkpoint: StoredCheckpoint | null;
+  /** The tree has grown past the checkpoint: one is due at checkpoint.signedAtMs + the interval. */
+  unsigned: boolean;
+}
+
+export type InclusionAnswer =
+  | { kind: "proof"; logIndex: number; treeSize: number; leafHash: Uint8Array; proof: Uint8Array[] }
+  /** No such event for this reader (another contract's, purged, or none). */
+  | { kind: "not_found" }
+  /** Not logged yet, or not in a checkpoint of the size asked (409 NOT_YET_LOGGED). */
+  | { kind: "not_yet_logged" }
+  /** treeSize past the latest checkpoint (400). */
+  | { kind: "too_large"; checkpointSize: number };
+
+export type ConsistencyAnswer = { kind: "proof"; proof: Uint8Array[] } | { kind: "too_large"; checkpointSize: number };
+
+/** What the worker and the routes ask of the log. */
+export interface TransparencyLogStore {
+  /** One step of the logging job: up to `limit` events into the tree, and a checkpoint signed when one is due. */
+  appendToLog(limit: number, nowMs: number, signing: LogSigning): Promise<LogStep>;
+  logCheckpoint(): Promise<StoredCheckpoint | null>;
+  /**
+   * The inclusion proof of an event in the tree of `treeSize` leaves (null: the latest
+   * checkpoint's); `stream`: the contract whose events the reader may read (null: the admin, any).
+   */
+  logInclusionProof(eventId: string, stream: AddressKey | null, treeSize: number | null): Promise<InclusionAnswer>;
+  logConsistencyProof(from: number, to: number): Promise<ConsistencyAnswer>;
+}

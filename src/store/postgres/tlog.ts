@@ -1,0 +1,137 @@
+import type { AddressKey } from "../../domain/address.js";
+import type { Tile, TileKey } from "../../domain/tlog.js";
+import type { LogState, LoggedEvent, StoredCheckpoint, TransparencyLogPort } from "../ports/tlog.js";
+import { toNumber, type Queryable } from "./db.js";
+import { toStoredEvent, type EventRow } from "./events.js";
+
+/**
+ * The transparency log on PostgreSQL (ports/tlog.ts). Several instances run the logging job; each
+ * step takes a transaction advisory lock, tried, so one logs at a time and the others skip (no
+ * transaction id is taken before the events are read, so the logger's own transaction never holds
+ * back the snapshot's xmin). Events are read as the event log reads them (events.ts): in (tx, seq)
+ * order, only those of transactions older than every one still running, an order that only grows
+ * at its end; a position is "<tx>.<seq>".
+ */
+
+/** Key of the transaction advisory lock a logging step runs under; beside db.ts's and leaderboards.ts's, unique to this service. */
+const LOG_LOCK_KEY = "7061221916";
+
+async function claimLogger(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ claimed: boolean }>({
+    name: "pl-log-claim",
+    text: "SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed",
+    values: [LOG_LOCK_KEY],
+  });
+  return rows[0]!.claimed;
+}
+
+interface StateRow {
+  size: string;
+  position_tx: string;
+  position_seq: string;
+  checkpoint_size: string | null;
+  checkpoint_root: Buffer | null;
+  checkpoint_note: string | null;
+  checkpoint_at_ms: string | null;
+}
+
+async function logState(db: Queryable): Promise<LogState> {
+  const { rows } = await db.query<StateRow>({
+    name: "pl-log-state",
+    text: `SELECT size, position_tx::text AS position_tx, position_seq, checkpoint_size, checkpoint_root, checkpoint_note, checkpoint_at_ms
+           FROM log_state WHERE id = 1`,
+  });
+  const row = rows[0]!;
+  const checkpoint: StoredCheckpoint | null =
+    row.checkpoint_size === null
+      ? null
+      : {
+          size: toNumber(row.checkpoint_size),
+          root: new Uint8Array(row.checkpoint_root!),
+          note: row.checkpoint_note!,
+          signedAtMs: toNumber(row.checkpoint_at_ms),
+        };
+  return { size: toNumber(row.size), position: `${row.position_tx}.${row.position_seq}`, checkpoint };
+}
+
+async function eventsToLog(db: Queryable, position: string, limit: number) {
+  const [tx, seq] = position.split(".");
+  const { rows } = await db.query<EventRow>({
+    name: "pl-log-events",
+    text: `SELECT tx::text AS tx, seq, event_id, type, stream, occurred_at_ms, actor, data, log_index FROM events
+           WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
+           ORDER BY tx, seq LIMIT $3`,
+    values: [tx, seq, limit],
+  });
+  return rows.map(toStoredEvent);
+}
+
+async function readTiles(db: Queryable, keys: readonly TileKey[]): Promise<Tile[]> {
+  const { rows } = await db.query<{ tile_level: number; tile_index: string; hashes: Buffer }>({
+    name: "pl-log-read-tiles",
+    text: `SELECT t.tile_level, t.tile_index, t.hashes FROM log_tiles t
+           JOIN unnest($1::int[], $2::bigint[]) AS k(level, index) ON t.tile_level = k.level AND t.tile_index = k.index`,
+    values: [keys.map((key) => key.level), keys.map((key) => key.index)],
+  });
+  return rows.map((row) => ({ level: row.tile_level, index: toNumber(row.tile_index), hashes: new Uint8Array(row.hashes) }));
+}
+
+async function writeTiles(db: Queryable, tiles: readonly Tile[]): Promise<void> {
+  if (tiles.length === 0) return;
+  await db.query({
+    name: "pl-log-write-tiles",
+    text: `INSERT INTO log_tiles (tile_level, tile_index, hashes) SELECT * FROM unnest($1::int[], $2::bigint[], $3::bytea[])
+           ON CONFLICT (tile_level, tile_index) DO UPDATE SET hashes = excluded.hashes`,
+    values: [tiles.map((tile) => tile.level), tiles.map((tile) => tile.index), tiles.map((tile) => Buffer.from(tile.hashes))],
+  });
+}
+
+async function setLogIndexes(db: Queryable, entries: readonly { eventId: string; logIndex: number }[]): Promise<void> {
+  if (entries.length === 0) return;
+  await db.query({
+    name: "pl-log-set-indexes",
+    text: `UPDATE events SET log_index = v.log_index FROM unnest($1::text[], $2::bigint[]) AS v(event_id, log_index)
+           WHERE events.event_id = v.event_id`,
+    values: [entries.map((entry) => entry.eventId), entries.map((entry) => entry.logIndex)],
+  });
+}
+
+async function advanceLog(db: Queryable, size: number, position: string): Promise<void> {
+  const [tx, seq] = position.split(".");
+  await db.query({
+    name: "pl-log-advance",
+    text: "UPDATE log_state SET size = $1, position_tx = $2::xid8, position_seq = $3 WHERE id = 1",
+    values: [size, tx, seq],
+  });
+}
+
+async function storeCheckpoint(db: Queryable, checkpoint: StoredCheckpoint): Promise<void> {
+  await db.query({
+    name: "pl-log-store-checkpoint",
+    text: "UPDATE log_state SET checkpoint_size = $1, checkpoint_root = $2, checkpoint_note = $3, checkpoint_at_ms = $4 WHERE id = 1",
+    values: [checkpoint.size, Buffer.from(checkpoint.root), checkpoint.note, checkpoint.signedAtMs],
+  });
+}
+
+async function loggedEvent(db: Queryable, eventId: string): Promise<LoggedEvent | null> {
+  const { rows } = await db.query<{ stream: string | null; log_index: string | null }>({
+    name: "pl-log-event",
+    text: "SELECT stream, log_index FROM events WHERE event_id = $1",
+    values: [eventId],
+  });
+  const row = rows[0];
+  if (row === undefined) return null;
+  return { stream: row.stream as AddressKey | null, logIndex: row.log_index === null ? null : toNumber(row.log_index) };
+}
+
+export const postgresTransparencyLog = {
+  claimLogger,
+  logState,
+  eventsToLog,
+  readTiles,
+  writeTiles,
+  setLogIndexes,
+  advanceLog,
+  storeCheckpoint,
+  loggedEvent,
+} satisfies TransparencyLogPort<Queryable, "async">;

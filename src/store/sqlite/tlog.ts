@@ -1,0 +1,94 @@
+import type { AddressKey } from "../../domain/address.js";
+import type { Tile, TileKey } from "../../domain/tlog.js";
+import type { LogState, LoggedEvent, StoredCheckpoint, TransparencyLogPort } from "../ports/tlog.js";
+import { statement, toNumber, type SqliteDb } from "./db.js";
+import { toStoredEvent, type EventRow } from "./events.js";
+
+/**
+ * The transparency log on SQLite (ports/tlog.ts): one process writes, so seq order is commit order
+ * and a position is the seq of the last event read into the log. Tiles are rows of
+ * (tile_level, tile_index) holding up to 256 hashes (domain/tlog.ts).
+ */
+
+interface StateRow {
+  size: bigint;
+  position_seq: bigint;
+  checkpoint_size: bigint | null;
+  checkpoint_root: Buffer | null;
+  checkpoint_note: string | null;
+  checkpoint_at_ms: bigint | null;
+}
+
+function logState(db: SqliteDb): LogState {
+  const row = statement(db, "SELECT * FROM log_state WHERE id = 1").get() as StateRow;
+  const checkpoint: StoredCheckpoint | null =
+    row.checkpoint_size === null
+      ? null
+      : {
+          size: toNumber(row.checkpoint_size),
+          root: new Uint8Array(row.checkpoint_root!),
+          note: row.checkpoint_note!,
+          signedAtMs: toNumber(row.checkpoint_at_ms),
+        };
+  return { size: toNumber(row.size), position: row.position_seq.toString(), checkpoint };
+}
+
+function eventsToLog(db: SqliteDb, position: string, limit: number) {
+  const rows = statement(db, "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?").all(BigInt(position), limit) as EventRow[];
+  return rows.map(toStoredEvent);
+}
+
+function readTiles(db: SqliteDb, keys: readonly TileKey[]): Tile[] {
+  const read = statement(db, "SELECT hashes FROM log_tiles WHERE tile_level = ? AND tile_index = ?").pluck(true);
+  const tiles: Tile[] = [];
+  for (const key of keys) {
+    const hashes = read.get(key.level, key.index) as Buffer | undefined;
+    if (hashes !== undefined) tiles.push({ ...key, hashes: new Uint8Array(hashes) });
+  }
+  return tiles;
+}
+
+function writeTiles(db: SqliteDb, tiles: readonly Tile[]): void {
+  const write = statement(
+    db,
+    `INSERT INTO log_tiles (tile_level, tile_index, hashes) VALUES (?, ?, ?)
+     ON CONFLICT (tile_level, tile_index) DO UPDATE SET hashes = excluded.hashes`,
+  );
+  for (const tile of tiles) write.run(tile.level, tile.index, Buffer.from(tile.hashes));
+}
+
+function setLogIndexes(db: SqliteDb, entries: readonly { eventId: string; logIndex: number }[]): void {
+  const update = statement(db, "UPDATE events SET log_index = ? WHERE event_id = ?");
+  for (const { eventId, logIndex } of entries) update.run(logIndex, eventId);
+}
+
+function advanceLog(db: SqliteDb, size: number, position: string): void {
+  statement(db, "UPDATE log_state SET size = ?, position_seq = ? WHERE id = 1").run(size, BigInt(position));
+}
+
+function storeCheckpoint(db: SqliteDb, checkpoint: StoredCheckpoint): void {
+  statement(
+    db,
+    "UPDATE log_state SET checkpoint_size = ?, checkpoint_root = ?, checkpoint_note = ?, checkpoint_at_ms = ? WHERE id = 1",
+  ).run(checkpoint.size, Buffer.from(checkpoint.root), checkpoint.note, checkpoint.signedAtMs);
+}
+
+function loggedEvent(db: SqliteDb, eventId: string): LoggedEvent | null {
+  const row = statement(db, "SELECT stream, log_index FROM events WHERE event_id = ?").get(eventId) as
+    { stream: string | null; log_index: bigint | null } | undefined;
+  if (row === undefined) return null;
+  return { stream: row.stream as AddressKey | null, logIndex: row.log_index === null ? null : toNumber(row.log_index) };
+}
+
+export const sqliteTransparencyLog = {
+  // One process is the only writer, and every step runs in one IMMEDIATE transaction.
+  claimLogger: () => true,
+  logState,
+  eventsToLog,
+  readTiles,
+  writeTiles,
+  setLogIndexes,
+  advanceLog,
+  storeCheckpoint,
+  loggedEvent,
+} satisfies TransparencyLogPort<SqliteDb, "sync">;
