@@ -277,6 +277,24 @@ export function endpointLimitReached(endpointCount: number, maxPerContract: numb
   return endpointCount >= maxPerContract;
 }
 
+/** Live leases of one endpoint (leaseIsLive), as the claim counts them. */
+export interface EndpointSends {
+  endpointId: string;
+  contract: string;
+  sends: number;
+}
+
+/** Sends in flight per endpoint and per contract (the sum of its endpoints'): what endpointRoom and chooseDue are given. */
+export function sendsInFlightOf(endpoints: readonly EndpointSends[]): { byEndpoint: Map<string, number>; byContract: Map<string, number> } {
+  const byEndpoint = new Map<string, number>();
+  const byContract = new Map<string, number>();
+  for (const { endpointId, contract, sends } of endpoints) {
+    byEndpoint.set(endpointId, sends);
+    byContract.set(contract, (byContract.get(contract) ?? 0) + sends);
+  }
+  return { byEndpoint, byContract };
+}
+
 /** A due delivery an endpoint offers: its `turn`-th in dueOrder (0 first); `seq` is its row's position. */
 export interface DueCandidate {
   contract: string;

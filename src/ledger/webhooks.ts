@@ -11,6 +11,7 @@ import {
   endpointRoom,
   newDeliveryId,
   refusal,
+  sendsInFlightOf,
   type AttemptOutcome,
   type ClaimedDelivery,
   type EndpointOperation,
@@ -146,7 +147,7 @@ function* listDeliveries<Db>(
 function* claimDue<Db>(port: WebhooksPort<Db>, db: Db, claim: DeliveryClaim): Flow<ClaimedDelivery[]> {
   const endpoints = yield* io(port.endpointsWithPending(db));
   if (endpoints.length === 0) return [];
-  const inFlight = yield* io(port.sendsInFlight(db, claim.nowMs));
+  const inFlight = sendsInFlightOf(yield* io(port.sendsInFlight(db, claim.nowMs)));
   const rooms: EndpointRoom[] = [];
   for (const endpoint of endpoints) {
     const room = endpointRoom(endpoint, inFlight.byEndpoint.get(endpoint.id) ?? 0, claim);

@@ -11,6 +11,7 @@ import type {
   DueCandidate,
   EndpointFields,
   EndpointOperation,
+  EndpointSends,
   NewWebhookEndpoint,
   WebhookDelivery,
   WebhookEndpoint,
@@ -128,12 +129,6 @@ export interface WebhooksStore {
   webhookBacklog(): Promise<WebhookBacklog>;
 }
 
-/** Live leases (sends in flight, every job's) per endpoint and per contract. */
-export interface SendsInFlight {
-  byEndpoint: ReadonlyMap<string, number>;
-  byContract: ReadonlyMap<string, number>;
-}
-
 /** How many due deliveries a claim asks of one endpoint (domain/webhooks.ts endpointRoom). */
 export interface EndpointRoom {
   endpoint: ClaimableEndpoint;
@@ -189,7 +184,8 @@ export interface WebhooksPort<Db, out M extends Io = Io> {
 
   /** Enabled endpoints with PENDING deliveries, at most MAX_ENDPOINTS_WALKED_PER_CLAIM (walked through the pending index). */
   endpointsWithPending(db: Db): Out<M, ClaimableEndpoint[]>;
-  sendsInFlight(db: Db, nowMs: number): Out<M, SendsInFlight>;
+  /** Each endpoint's live leases (sends in flight, every job's: domain/webhooks.ts leaseIsLive), endpoints with none left out. */
+  sendsInFlight(db: Db, nowMs: number): Out<M, EndpointSends[]>;
   /**
    * Each endpoint's due deliveries (domain/webhooks.ts isDue), oldest due first (dueOrder), up to
    * its room; `turn` is the place in that order (0 first).

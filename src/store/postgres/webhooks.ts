@@ -1,19 +1,12 @@
 import type { AddressKey } from "../../domain/address.js";
 import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type {
-  AttemptRows,
-  DeliveryPage,
-  DeliveryQuery,
-  EndpointRoom,
-  SendsInFlight,
-  WebhookBacklog,
-  WebhooksPort,
-} from "../ports/webhooks.js";
+import type { AttemptRows, DeliveryPage, DeliveryQuery, EndpointRoom, WebhookBacklog, WebhooksPort } from "../ports/webhooks.js";
 import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
 import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
   type ClaimableEndpoint,
   type DueCandidate,
+  type EndpointSends,
   type ClaimedDelivery,
   type DeliveryAttempt,
   type DeliveryLease,
@@ -206,20 +199,14 @@ async function endpointsWithPending(db: Queryable): Promise<ClaimableEndpoint[]>
 }
 
 /** Through webhook_deliveries_leased (domain/webhooks.ts leaseIsLive). */
-async function sendsInFlight(db: Queryable, nowMs: number): Promise<SendsInFlight> {
+async function sendsInFlight(db: Queryable, nowMs: number): Promise<EndpointSends[]> {
   const { rows } = await db.query<{ endpoint_id: string; contract: string; sends: number }>({
     name: "pl-webhook-sends-in-flight",
     text: `SELECT d.endpoint_id, e.contract, count(*)::int AS sends FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
            WHERE d.claim_token IS NOT NULL AND d.claimed_until_ms > $1 AND d.status = 'PENDING' GROUP BY d.endpoint_id, e.contract`,
     values: [nowMs],
   });
-  const byEndpoint = new Map<string, number>();
-  const byContract = new Map<string, number>();
-  for (const row of rows) {
-    byEndpoint.set(row.endpoint_id, row.sends);
-    byContract.set(row.contract, (byContract.get(row.contract) ?? 0) + row.sends);
-  }
-  return { byEndpoint, byContract };
+  return rows.map((row) => ({ endpointId: row.endpoint_id, contract: row.contract, sends: row.sends }));
 }
 
 /** One statement for every endpoint, an indexed range read each: domain/webhooks.ts isDue, in dueOrder. */

@@ -1,20 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { AddressKey } from "../../domain/address.js";
 import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type {
-  AttemptRows,
-  DeliveryPage,
-  DeliveryQuery,
-  EndpointRoom,
-  SendsInFlight,
-  WebhookBacklog,
-  WebhooksPort,
-} from "../ports/webhooks.js";
+import type { AttemptRows, DeliveryPage, DeliveryQuery, EndpointRoom, WebhookBacklog, WebhooksPort } from "../ports/webhooks.js";
 import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
 import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
   type ClaimableEndpoint,
   type DueCandidate,
+  type EndpointSends,
   type ClaimedDelivery,
   type DeliveryAttempt,
   type DeliveryLease,
@@ -208,19 +201,13 @@ function endpointsWithPending(db: SqliteDb): ClaimableEndpoint[] {
 }
 
 /** Through webhook_deliveries_leased (domain/webhooks.ts leaseIsLive). */
-function sendsInFlight(db: SqliteDb, nowMs: number): SendsInFlight {
+function sendsInFlight(db: SqliteDb, nowMs: number): EndpointSends[] {
   const rows = statement(
     db,
     `SELECT d.endpoint_id, e.contract, count(*) AS n FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
      WHERE d.claim_token IS NOT NULL AND d.claimed_until_ms > ? AND d.status = 'PENDING' GROUP BY d.endpoint_id`,
   ).all(nowMs) as { endpoint_id: string; contract: string; n: bigint }[];
-  const byEndpoint = new Map<string, number>();
-  const byContract = new Map<string, number>();
-  for (const row of rows) {
-    byEndpoint.set(row.endpoint_id, toNumber(row.n));
-    byContract.set(row.contract, (byContract.get(row.contract) ?? 0) + toNumber(row.n));
-  }
-  return { byEndpoint, byContract };
+  return rows.map((row) => ({ endpointId: row.endpoint_id, contract: row.contract, sends: toNumber(row.n) }));
 }
 
 /** One indexed range read per endpoint: domain/webhooks.ts isDue, in dueOrder. */
