@@ -339,9 +339,8 @@ export function loadConfig(env: Env = process.env): Config {
       MAX_RETENTION_DAYS,
     ),
     eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
-    publicUrl: readPublicUrl(env),
     ...readEventStreamCaps(env),
-    ...readTransparencyLog(env),
+    ...readPublicUrlAndLog(env),
   };
 }
 
@@ -374,8 +373,8 @@ function readInFlightLimits(env: Env): Pick<Config, "maxInFlightRequests" | "max
 /** A signed-note key name: printable, no space and no plus sign (C2SP signed-note). */
 const LOG_ORIGIN_PATTERN = /^[\x21-\x2a\x2c-\x7e]{1,255}$/;
 
-/** LOG_ORIGIN, LOG_SIGNING_KEY and LOG_CHECKPOINT_SECONDS (API.md, Transparency log). */
-function readTransparencyLog(env: Env): Pick<Config, "logOrigin" | "logSigningKey" | "logCheckpointSeconds"> {
+/** PUBLIC_URL, and LOG_ORIGIN (default: its host), LOG_SIGNING_KEY and LOG_CHECKPOINT_SECONDS (API.md, Transparency log). */
+function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" | "logSigningKey" | "logCheckpointSeconds"> {
   const publicUrl = readPublicUrl(env);
   const logOrigin = env.LOG_ORIGIN?.trim() || `${publicUrl === null ? "localhost" : new URL(publicUrl).host}/points-ledger`;
   if (!LOG_ORIGIN_PATTERN.test(logOrigin)) {
@@ -393,7 +392,7 @@ function readTransparencyLog(env: Env): Pick<Config, "logOrigin" | "logSigningKe
       );
     }
   }
-  return { logOrigin, logSigningKey: raw, logCheckpointSeconds: readInt(env, "LOG_CHECKPOINT_SECONDS", 1, 1, 3600) };
+  return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readInt(env, "LOG_CHECKPOINT_SECONDS", 1, 1, 3600) };
 }
 
 /** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream. */

@@ -153,6 +153,7 @@ const PAGES = [
   "docs/api-keys.md",
   "docs/payouts.md",
   "docs/leaderboards.md",
+  "docs/transparency.md",
   "docs/limits.md",
   "docs/security.md",
   "docs/scaling.md",

@@ -171,3 +171,70 @@ describe.each(databases)("the transparency log on %s", (_name, open) => {
     expect((await store.logConsistencyProof(1, latest.size + 1)).kind).toBe("too_large");
   });
 });
+
+describe.skipIf(!DATABASE_URL_TEST)("two PostgreSQL instances logging at once", () => {
+  it("produce one log: every event once, none skipped, in the event log's order, every pair of checkpoints consistent", async () => {
+    const schema = await createTestSchema(DATABASE_URL_TEST!);
+    const stores = [schema.openStore(), schema.openStore()];
+    try {
+      await stores[0]!.migrate();
+      const signing = testLogSigning(0);
+      const contract = randomAddress();
+      await stores[0]!.credit({
+        address: contract,
+        creditId: "seed",
+        pointType: "PHASE2_POINTS",
+        amount: 10n ** 15n,
+        createdAtMs: Date.now(),
+      });
+      let writing = true;
+      const checkpoints: StoredCheckpoint[] = [];
+      // Writers on both instances, while both run logging steps as fast as they can.
+      const writers = stores.map(async (store, instance) => {
+        for (let i = 0; i < 40; i++) {
+          await store.credit({
+            address: randomAddress(),
+            creditId: `w${instance}-${i}`,
+            pointType: "PHASE2_GOLD",
+            amount: 10n ** 12n,
+            createdAtMs: Date.now(),
+          });
+        }
+      });
+      const loggers = stores.map(async (store) => {
+        while (writing) {
+          const step = await store.appendToLog(3, Date.now(), signing);
+          if (step.checkpoint) checkpoints.push(step.checkpoint);
+        }
+      });
+      await Promise.all(writers);
+      writing = false;
+      await Promise.all(loggers);
+      const last = await logEverything(stores[1]!, Date.now() + 1000, signing);
+      checkpoints.push(last.checkpoint!);
+      const events = await allEvents(stores[0]!);
+      expect(events.length).toBe(81);
+      expect(last.checkpoint!.size).toBe(81);
+      expect(events.map((event) => event.logIndex)).toEqual(events.map((_, i) => i));
+      for (const event of events) {
+        const answer = await stores[1]!.logInclusionProof(event.id, null, null);
+        expect(answer.kind === "proof" && refVerifyInclusion(event.logIndex!, 81, leafOf(event), answer.proof, last.checkpoint!.root)).toBe(
+          true,
+        );
+      }
+      const distinct = [...new Map(checkpoints.map((checkpoint) => [checkpoint.size, checkpoint])).values()].sort(
+        (a, b) => a.size - b.size,
+      );
+      expect(distinct.length).toBeGreaterThan(3);
+      for (const [i, from] of distinct.entries()) {
+        for (const to of distinct.slice(i + 1)) {
+          const answer = await stores[0]!.logConsistencyProof(from.size, to.size);
+          expect(answer.kind === "proof" && refVerifyConsistency(from.size, to.size, from.root, to.root, answer.proof)).toBe(true);
+        }
+      }
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+      await schema.drop();
+    }
+  });
+});
