@@ -1,14 +1,13 @@
 import { useState } from "preact/hooks";
-import { PointsApiError, PublicClient, type BalancesAsOf, type TransferPage } from "../../../client/index.js";
+import { PointsApiError, PublicClient, type TransferPage } from "../../../client/index.js";
 import { checksumAddress, parseAddress } from "../../../domain/address.js";
 import { addressMessage } from "../../../domain/messages.js";
-import { shortTime, useConsole } from "../context.js";
-import { When } from "../when.js";
-import { displayPoints, sumPoints } from "../lib/amounts.js";
+import { useConsole } from "../context.js";
 import { asOfIso } from "../lib/as-of.js";
 import { errorText } from "../lib/errors.js";
 import { loadAdminToken } from "../lib/session-store.js";
 import { adminClientOf } from "./admin.js";
+import { RecipientBalances, RecipientTransfers, type ShownBalances } from "./recipient-parts.js";
 
 const PAGE_SIZE = 50;
 /**
@@ -17,15 +16,6 @@ const PAGE_SIZE = 50;
  * pages with a cursor first; past this many the screen asks before searching further.
  */
 const MAX_EMPTY_PAGES_PER_LOOKUP = 5;
-
-/** One address's balances, now or as they stood at `asOf`. */
-interface ShownBalances {
-  address: string;
-  asOf: string | null;
-  /** The figures without byAsset: an answer with asOf has none, and the lookup shows none. */
-  balances: BalancesAsOf | null;
-  error: string | null;
-}
 
 /** What this contract sent one address: every transfer to it, newest first, with its batch's status; and its balances, now or as of a time. */
 export function Recipients() {
@@ -81,8 +71,6 @@ export function Recipients() {
     if (at !== null || balancesReadable) void loadBalances(target, at);
     else setShown(null);
   };
-  const transfers = page?.transfers ?? [];
-  const keepSearching = page !== null && transfers.length === 0 && page.cursor !== null;
   return (
     <section aria-labelledby="recipients-title">
       <h1 id="recipients-title">Recipients</h1>
@@ -109,128 +97,7 @@ export function Recipients() {
         </p>
       )}
       {shown && <RecipientBalances shown={shown} />}
-      {page && (
-        <>
-          <h2>Transfers from this contract</h2>
-          <p data-testid="recipient-summary">
-            <span class="mono">{page.address}</span>: {transfers.length} transfer{transfers.length === 1 ? "" : "s"} on this page,{" "}
-            <span class="amount">{displayPoints(sumPoints(transfers.filter((t) => t.status === "FINALIZED").map((t) => t.points)))}</span>{" "}
-            points delivered among them.
-          </p>
-          {keepSearching && (
-            <p data-testid="recipient-keep-searching">
-              Nothing to this address among the most recent transfers searched so far; older ones remain.{" "}
-              <button type="button" onClick={() => void load(page.address, page.cursor!, [...cursors, page.cursor!])}>
-                Keep searching
-              </button>
-            </p>
-          )}
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Batch</th>
-                  <th scope="col">Point type</th>
-                  <th scope="col" class="num">
-                    Points
-                  </th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Finalized</th>
-                </tr>
-              </thead>
-              <tbody>
-                {transfers.map((t) => (
-                  <tr data-batch-id={t.batchId}>
-                    <td data-label="Batch" class="mono">
-                      <a href={`#/batches/${encodeURIComponent(t.batchId)}`}>{t.batchId}</a>
-                    </td>
-                    <td data-label="Point type">{t.pointType}</td>
-                    <td data-label="Points" class="num amount">
-                      {displayPoints(t.points)}
-                    </td>
-                    <td data-label="Status">
-                      <span class={`status ${t.status}`}>{t.status}</span>
-                    </td>
-                    <td data-label="Created">
-                      <When iso={t.createdAt} />
-                    </td>
-                    <td data-label="Finalized">
-                      <When iso={t.finalizedAt} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <div class="row pager">
-            <button
-              type="button"
-              disabled={cursors.length <= 1}
-              onClick={() => void load(page.address, cursors[cursors.length - 2], cursors.slice(0, -1))}
-            >
-              Previous page
-            </button>
-            <button
-              type="button"
-              disabled={page.cursor === null}
-              onClick={() => void load(page.address, page.cursor!, [...cursors, page.cursor!])}
-            >
-              Next page
-            </button>
-          </div>
-        </>
-      )}
-    </section>
-  );
-}
-
-/** Balance cards, one per point type, as the overview shows the contract's own. */
-function RecipientBalances({ shown }: { shown: ShownBalances }) {
-  const { parameters } = useConsole();
-  return (
-    <section aria-labelledby="recipient-balances-title" data-testid="recipient-balances" data-as-of={shown.asOf ?? "now"}>
-      <h2 id="recipient-balances-title">{shown.asOf === null ? "Balances now" : `Balances as of ${shortTime(shown.asOf)}`}</h2>
-      {shown.error !== null && (
-        <p role="alert" class="error">
-          {shown.error}
-        </p>
-      )}
-      {shown.balances !== null && (
-        <div class="cards">
-          {parameters.POINT_TYPES.map((pointType) => {
-            const balance = shown.balances![pointType];
-            if (balance === undefined) return null;
-            return (
-              <article class="card" data-point-type={pointType}>
-                <h3>{pointType}</h3>
-                <dl>
-                  <dt>Available</dt>
-                  <dd class="amount" data-field="available">
-                    {displayPoints(balance.available)}
-                  </dd>
-                  <dt>Received (from transfers)</dt>
-                  <dd class="amount" data-field="received">
-                    {displayPoints(balance.receivedCumulative)}
-                  </dd>
-                  <dt>Earned (credits)</dt>
-                  <dd class="amount" data-field="earned">
-                    {displayPoints(balance.earnedCumulative)}
-                  </dd>
-                  <dt>Sent (finalized)</dt>
-                  <dd class="amount" data-field="sent">
-                    {displayPoints(balance.finalizedSentCumulative)}
-                  </dd>
-                  <dt>Pending sent</dt>
-                  <dd class="amount" data-field="pending">
-                    {displayPoints(balance.pendingSent)}
-                  </dd>
-                </dl>
-              </article>
-            );
-          })}
-        </div>
-      )}
+      {page && <RecipientTransfers page={page} cursors={cursors} onPage={(cursor, history) => void load(page.address, cursor, history)} />}
     </section>
   );
 }
