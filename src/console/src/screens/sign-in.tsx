@@ -22,18 +22,10 @@ function contractOf(text: string): string | null {
 
 export function SignIn({ parameters, notice, onSignedIn, onAdmin }: Props) {
   const [contract, setContract] = useState("");
-  const [wallets, setWallets] = useState<DiscoveredWallet[]>([]);
   const [token, setToken] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-
-  useEffect(
-    () =>
-      discoverWallets((wallet) =>
-        setWallets((known) => (known.some((w) => w.info.uuid === wallet.info.uuid) ? known : [...known, wallet])),
-      ),
-    [],
-  );
+  const wallets = useWallets();
 
   const contractAddress = contractOf(contract);
   const needContract = () => {
@@ -110,51 +102,103 @@ export function SignIn({ parameters, notice, onSignedIn, onAdmin }: Props) {
           spellcheck={false}
         />
       </label>
-      <section aria-labelledby="wallet-title">
-        <h2 id="wallet-title">Browser wallet</h2>
-        {wallets.length === 0 ? (
-          <p class="muted">No browser wallet found on this page.</p>
-        ) : (
-          <div class="row">
-            {wallets.map((wallet) => (
-              <button type="button" disabled={busy} onClick={() => withWallet(wallet)}>
-                <img src={wallet.info.icon} alt="" width={20} height={20} /> Sign in with {wallet.info.name}
-              </button>
-            ))}
-          </div>
-        )}
-      </section>
-      <section aria-labelledby="link-title">
-        <h2 id="link-title">Login link</h2>
-        <p class="muted">
-          Operator keys usually live on servers. There, run <code>points-ledger console-login --contract &lt;address&gt;</code> and open the
-          link it prints: it works once, within {parameters.CHALLENGE_TTL_SECONDS} s.
-        </p>
-      </section>
-      <section aria-labelledby="token-title">
-        <h2 id="token-title">Token</h2>
-        <p class="muted">
-          An operator token (<code>plt_…</code>) of the contract above; or the service's admin token, which opens the admin screens without
-          a contract.
-        </p>
-        <form onSubmit={withToken}>
-          <label>
-            Token
-            <input
-              name="token"
-              type="password"
-              class="mono"
-              value={token}
-              onInput={(e) => setToken(e.currentTarget.value)}
-              autoComplete="off"
-            />
-          </label>
-          <button type="submit" disabled={busy || token.trim() === ""}>
-            Sign in with token
-          </button>
-        </form>
-      </section>
+      <WalletSignIn wallets={wallets} busy={busy} onWallet={withWallet} />
+      <LoginLinkHelp ttlSeconds={parameters.CHALLENGE_TTL_SECONDS} />
+      <TokenSignIn token={token} onToken={setToken} busy={busy} onSubmit={withToken} />
     </main>
+  );
+}
+
+/** The browser wallets announced on this page (EIP-6963), each once. */
+function useWallets(): DiscoveredWallet[] {
+  const [wallets, setWallets] = useState<DiscoveredWallet[]>([]);
+  useEffect(
+    () =>
+      discoverWallets((wallet) =>
+        setWallets((known) => (known.some((w) => w.info.uuid === wallet.info.uuid) ? known : [...known, wallet])),
+      ),
+    [],
+  );
+  return wallets;
+}
+
+/** A button per browser wallet found; each signs a challenge for the contract above. */
+function WalletSignIn({
+  wallets,
+  busy,
+  onWallet,
+}: {
+  wallets: DiscoveredWallet[];
+  busy: boolean;
+  onWallet: (wallet: DiscoveredWallet) => void;
+}) {
+  return (
+    <section aria-labelledby="wallet-title">
+      <h2 id="wallet-title">Browser wallet</h2>
+      {wallets.length === 0 ? (
+        <p class="muted">No browser wallet found on this page.</p>
+      ) : (
+        <div class="row">
+          {wallets.map((wallet) => (
+            <button type="button" disabled={busy} onClick={() => onWallet(wallet)}>
+              <img src={wallet.info.icon} alt="" width={20} height={20} /> Sign in with {wallet.info.name}
+            </button>
+          ))}
+        </div>
+      )}
+    </section>
+  );
+}
+
+/** Where a server-held operator key signs the console in: `points-ledger console-login`. */
+function LoginLinkHelp({ ttlSeconds }: { ttlSeconds: number }) {
+  return (
+    <section aria-labelledby="link-title">
+      <h2 id="link-title">Login link</h2>
+      <p class="muted">
+        Operator keys usually live on servers. There, run <code>points-ledger console-login --contract &lt;address&gt;</code> and open the
+        link it prints: it works once, within {ttlSeconds} s.
+      </p>
+    </section>
+  );
+}
+
+/** A pasted operator token (of the contract above) or the service's admin token. */
+function TokenSignIn({
+  token,
+  onToken,
+  busy,
+  onSubmit,
+}: {
+  token: string;
+  onToken: (token: string) => void;
+  busy: boolean;
+  onSubmit: (event: Event) => void;
+}) {
+  return (
+    <section aria-labelledby="token-title">
+      <h2 id="token-title">Token</h2>
+      <p class="muted">
+        An operator token (<code>plt_…</code>) of the contract above; or the service's admin token, which opens the admin screens without a
+        contract.
+      </p>
+      <form onSubmit={onSubmit}>
+        <label>
+          Token
+          <input
+            name="token"
+            type="password"
+            class="mono"
+            value={token}
+            onInput={(e) => onToken(e.currentTarget.value)}
+            autoComplete="off"
+          />
+        </label>
+        <button type="submit" disabled={busy || token.trim() === ""}>
+          Sign in with token
+        </button>
+      </form>
+    </section>
   );
 }
 
