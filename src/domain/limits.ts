@@ -236,10 +236,9 @@ export const PROJECTION_IDLE_ADVANCE_MS = 1_000;
 /**
  * Beside a finalizer draining a backlog, the projection's steps take at most this share of the
  * time (after a step of d ms it waits d × (1 − share) / share). The finalization is the service's
- * job, but `through` should not stand still for the whole drain and then take longer than the
- * drain to catch up: with the projection applying ≈ 0.85 × the finalization's rate (bench
- * --short, SQLite), catching up after the drain takes F(1 − s)/P − s of the drain's time, ≈ 1.18 ×
- * with no share and ≈ 0.85 × at 0.15, for a drain ≈ 15 % slower.
+ * job, but `through` should not stand still for the whole drain and then take twice the drain to
+ * catch up. Measured (bench --short, SQLite, quiet machine): catch-up 2.0 × the drain with no
+ * share (and with 0.05), 1.4 × at 0.15, for a drain about a quarter slower (docs/performance.md).
  */
 export const PROJECTION_BACKLOG_SHARE = 0.15;
 /** A batch due this long and still PENDING means the finalizers have a backlog (the projection defers to them). */
