@@ -123,8 +123,11 @@ class Turn {
   /** The last admitted request's address, answer and when it was admitted: its work runs until the next read. */
   private running: { client: string; response: ServerResponse; sinceMs: number } | null = null;
   private refused: { response: ServerResponse; answer: Refusal }[] = [];
-  /** The last two distinct addresses read, and when: a share applies only while another address is being served too. */
-  private lastClients: { client: string; atMs: number }[] = [];
+  /** The latest address read and the latest other one, and when: a share applies only while another address is being served too. */
+  private latestClient: string | null = null;
+  private otherClient: string | null = null;
+  private otherAtMs = 0;
+  private latestAtMs = 0;
 
   constructor(private readonly budgetMs: number) {}
 
@@ -154,9 +157,14 @@ class Turn {
 
   /** Whether an address other than `client` was read within CLIENT_CONTENTION_WINDOW_MS; remembers `client` as read now. */
   private sawOther(client: string, nowMs: number): boolean {
-    const other = this.lastClients.find((seen) => seen.client !== client);
-    this.lastClients = [{ client, atMs: nowMs }, ...(other === undefined ? [] : [other])];
-    return other !== undefined && nowMs - other.atMs <= CLIENT_CONTENTION_WINDOW_MS;
+    // No allocation per request: the latest address read, and the latest one before it that differed.
+    if (this.latestClient !== null && this.latestClient !== client) {
+      this.otherClient = this.latestClient;
+      this.otherAtMs = this.latestAtMs;
+    }
+    this.latestClient = client;
+    this.latestAtMs = nowMs;
+    return this.otherClient !== null && this.otherClient !== client && nowMs - this.otherAtMs <= CLIENT_CONTENTION_WINDOW_MS;
   }
 
   admitted(client: string, response: ServerResponse): void {
