@@ -9,10 +9,12 @@ import {
   type ApiKeyScope,
 } from "../domain/api-keys.js";
 import type { Batch, BatchStatus, PointType } from "../domain/batch.js";
+import { upgradedEventData, type EventType, type LedgerEvent } from "../domain/events.js";
 import type { NewApiKey } from "./ports/api-keys.js";
 import type { OperatorPage } from "./ports/auth.js";
 import type { NewCredit } from "./ports/credits.js";
 import type { StoredBatch, StoredFinalizeFailure } from "./ports/batches.js";
+import type { StoredEvent } from "./ports/events.js";
 
 /**
  * Row translation both adapters share. Integer columns arrive as bigint (better-sqlite3's safe
@@ -179,4 +181,32 @@ export function apiKeyInsertValues({ key, secretHash }: NewApiKey): unknown[] {
     creatingOperatorOf(key.createdBy),
     key.expiresAtMs,
   ];
+}
+
+/** The events columns both schemas share (the data aside: JSON text in SQLite, JSONB in PostgreSQL). */
+export interface EventColumns {
+  event_id: string;
+  type: string;
+  stream: string | null;
+  occurred_at_ms: IntegerColumn;
+  /** The actor as stored: JSON text (SQLite) or the parsed JSONB (PostgreSQL). */
+  actor: unknown;
+  log_index: IntegerColumn | null;
+}
+
+/** An event row at `position` (each adapter spells its own), its stored data upgraded to today's shape. */
+export function eventOfRow(row: EventColumns, position: string, data: LedgerEvent["data"]): StoredEvent {
+  const type = row.type as EventType;
+  return {
+    position,
+    event: {
+      id: row.event_id,
+      type,
+      stream: row.stream as AddressKey | null,
+      occurredAtMs: Number(row.occurred_at_ms),
+      actor: storedActor(row.actor),
+      data: upgradedEventData(type, data),
+      logIndex: nullableNumber(row.log_index),
+    },
+  };
 }

@@ -182,6 +182,18 @@ export async function guard<T>(pool: PgPool, work: () => Promise<T>): Promise<T>
   }
 }
 
+/**
+ * Every operation of `operations` guarded as one: the ledger's flows (src/ledger/), each argument
+ * passed on whole (an optional one, like the actor, cannot be dropped by a wrapper that lists them).
+ */
+export function guardEach<T extends Record<keyof T, (...args: never[]) => Promise<unknown>>>(pool: PgPool, operations: T): T {
+  const guarded: Record<string, unknown> = {};
+  for (const [name, operation] of Object.entries<(...args: never[]) => Promise<unknown>>(operations)) {
+    guarded[name] = (...args: never[]) => guard(pool, () => operation(...args));
+  }
+  return guarded as T;
+}
+
 export interface TransactionOptions<T> {
   /** Decides from the result whether to COMMIT (default) or ROLLBACK, e.g. a refused submission. */
   commitIf?: (result: T) => boolean;

@@ -1,8 +1,8 @@
-import type { AddressKey } from "../../domain/address.js";
 import { invalidCursor } from "../../domain/cursor.js";
-import { storedActor, storedActorText } from "../../domain/actors.js";
-import { upgradedEventData, type EventType, type LedgerEvent } from "../../domain/events.js";
+import { storedActorText } from "../../domain/actors.js";
+import type { LedgerEvent } from "../../domain/events.js";
 import type { EventLogSql, EventPage, EventQuery, StoredEvent } from "../ports/events.js";
+import { eventOfRow } from "../rows.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
 import { fanOutDeliveries } from "./webhooks.js";
 
@@ -55,19 +55,7 @@ export interface EventRow {
 }
 
 export function toStoredEvent(row: EventRow): StoredEvent {
-  const type = row.type as EventType;
-  return {
-    position: row.seq.toString(),
-    event: {
-      id: row.event_id,
-      type,
-      stream: row.stream as AddressKey | null,
-      occurredAtMs: toNumber(row.occurred_at_ms),
-      actor: storedActor(row.actor),
-      data: upgradedEventData(type, JSON.parse(row.data) as LedgerEvent["data"]),
-      logIndex: row.log_index === null ? null : toNumber(row.log_index),
-    },
-  };
+  return eventOfRow(row, row.seq.toString(), JSON.parse(row.data) as LedgerEvent["data"]);
 }
 
 function parsePosition(after: string | null): bigint {

@@ -11,7 +11,7 @@ import {
   type SnapshotMeasure,
 } from "../../domain/snapshot.js";
 import { SNAPSHOT_ROW_COLUMNS, SnapshotBuildAbandonedError, snapshotRowValues, takenBy } from "../ports/snapshots.js";
-import type { SnapshotCreateResult, SnapshotLeafChunk, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
+import type { SnapshotCreateResult, SnapshotPublication, SnapshotsStore } from "../ports/snapshots.js";
 import { toBalance, type AccountRow } from "./accounts.js";
 import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
@@ -105,28 +105,24 @@ export function beginSnapshotBuild(db: SqliteDb, buildId: string, snapshotId: st
   statement(db, "INSERT INTO snapshot_builds (build_id, snapshot_id, last_write_at_ms) VALUES (?, ?, ?)").run(buildId, snapshotId, nowMs);
 }
 
-export function writeSnapshotLeafChunks(
-  db: SqliteDb,
-  buildId: string,
-  firstChunkNo: number,
-  chunks: readonly SnapshotLeafChunk[],
-  nowMs: number,
-): void {
-  touchBuild(db, buildId, nowMs);
-  const insert = statement(db, "INSERT INTO snapshot_leaf_chunks (build_id, chunk_no, first_address, data) VALUES (?, ?, ?, ?)");
-  chunks.forEach((chunk, i) => insert.run(buildId, firstChunkNo + i, chunk.firstAddress, chunk.text));
-}
+/** Each chunk table's insert: the build, the chunk's number, then the chunk's own columns. */
+const CHUNK_INSERT: Record<ChunkTable, string> = {
+  snapshot_leaf_chunks: "INSERT INTO snapshot_leaf_chunks (build_id, chunk_no, first_address, data) VALUES (?, ?, ?, ?)",
+  snapshot_node_chunks: "INSERT INTO snapshot_node_chunks (build_id, chunk_no, data) VALUES (?, ?, ?)",
+};
 
-export function writeSnapshotNodeChunks(
+/** Chunks numbered from `firstChunkNo` on, each row a chunk's own columns, written for a live build. */
+function writeChunks(
   db: SqliteDb,
+  table: ChunkTable,
   buildId: string,
   firstChunkNo: number,
-  chunks: readonly Buffer[],
+  rows: readonly unknown[][],
   nowMs: number,
 ): void {
   touchBuild(db, buildId, nowMs);
-  const insert = statement(db, "INSERT INTO snapshot_node_chunks (build_id, chunk_no, data) VALUES (?, ?, ?)");
-  chunks.forEach((chunk, i) => insert.run(buildId, firstChunkNo + i, chunk));
+  const insert = statement(db, CHUNK_INSERT[table]);
+  rows.forEach((row, i) => insert.run(buildId, firstChunkNo + i, ...row));
 }
 
 /** Records a write of a live build; a build the purge gave up on (or forgot) may write no more. */
@@ -261,9 +257,27 @@ export function snapshotOperations(path: string, current: () => SqliteDb) {
     readSnapshotHoldings: (pointType, measure, asOfMs) => readSnapshotHoldings(path, current(), pointType, measure, asOfMs ?? null),
     beginSnapshotBuild: (buildId, snapshotId, nowMs) => write((db) => beginSnapshotBuild(db, buildId, snapshotId, nowMs)),
     writeSnapshotLeafChunks: (buildId, firstChunkNo, chunks, nowMs) =>
-      write((db) => writeSnapshotLeafChunks(db, buildId, firstChunkNo, chunks, nowMs)),
+      write((db) =>
+        writeChunks(
+          db,
+          "snapshot_leaf_chunks",
+          buildId,
+          firstChunkNo,
+          chunks.map((c) => [c.firstAddress, c.text]),
+          nowMs,
+        ),
+      ),
     writeSnapshotNodeChunks: (buildId, firstChunkNo, chunks, nowMs) =>
-      write((db) => writeSnapshotNodeChunks(db, buildId, firstChunkNo, chunks, nowMs)),
+      write((db) =>
+        writeChunks(
+          db,
+          "snapshot_node_chunks",
+          buildId,
+          firstChunkNo,
+          chunks.map((chunk) => [chunk]),
+          nowMs,
+        ),
+      ),
     publishSnapshot: (publication) => write((db) => publishSnapshot(db, publication)),
     abandonSnapshotBuild: (buildId) => write((db) => abandonSnapshotBuild(db, buildId)),
     purgeSnapshotBuilds: (staleBeforeMs, limit) => write((db) => purgeSnapshotBuilds(db, staleBeforeMs, limit)),
