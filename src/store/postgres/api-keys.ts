@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { ApiKey } from "../../domain/api-keys.js";
-import type { ApiKeysPort, ApiKeyUse, NewApiKey } from "../ports/api-keys.js";
+import type { ApiKeyUse, NewApiKey } from "../ports/api-keys.js";
 import { API_KEY_COLUMNS, API_KEY_INSERT_COLUMNS, apiKeyInsertValues, apiKeyOfRow, type ApiKeyColumns } from "../rows.js";
 import { toNumber, type Queryable } from "./db.js";
 
@@ -9,7 +9,7 @@ import { toNumber, type Queryable } from "./db.js";
  * for one contract at once would otherwise both count 99 and both insert. (The operators row
  * cannot serve: the admin may create keys for a contract that has no operator yet.)
  */
-async function lockAndCountUnrevoked(db: Queryable, contract: AddressKey): Promise<number> {
+export async function lockAndCountUnrevoked(db: Queryable, contract: AddressKey): Promise<number> {
   await db.query({
     name: "pl-lock-api-keys",
     text: "SELECT pg_advisory_xact_lock(hashtext('api_keys:' || $1))",
@@ -23,7 +23,7 @@ async function lockAndCountUnrevoked(db: Queryable, contract: AddressKey): Promi
   return toNumber(rows[0]!.count);
 }
 
-async function insertApiKey(db: Queryable, apiKey: NewApiKey): Promise<void> {
+export async function insertApiKey(db: Queryable, apiKey: NewApiKey): Promise<void> {
   await db.query({
     name: "pl-insert-api-key",
     text: `INSERT INTO api_keys (${API_KEY_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
@@ -31,7 +31,7 @@ async function insertApiKey(db: Queryable, apiKey: NewApiKey): Promise<void> {
   });
 }
 
-async function readApiKey(db: Queryable, contract: AddressKey, id: string): Promise<ApiKey | null> {
+export async function readApiKey(db: Queryable, contract: AddressKey, id: string): Promise<ApiKey | null> {
   const { rows } = await db.query<ApiKeyColumns>({
     name: "pl-read-api-key",
     text: `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = $1 AND contract = $2`,
@@ -41,7 +41,7 @@ async function readApiKey(db: Queryable, contract: AddressKey, id: string): Prom
 }
 
 /** At most MAX_API_KEYS unrevoked keys, and revoked ones: a contract's list is small. */
-async function listApiKeys(db: Queryable, contract: AddressKey): Promise<ApiKey[]> {
+export async function listApiKeys(db: Queryable, contract: AddressKey): Promise<ApiKey[]> {
   const { rows } = await db.query<ApiKeyColumns>({
     name: "pl-list-api-keys",
     text: `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE contract = $1 ORDER BY created_at_ms, id`,
@@ -50,7 +50,7 @@ async function listApiKeys(db: Queryable, contract: AddressKey): Promise<ApiKey[
   return rows.map(apiKeyOfRow);
 }
 
-async function revokeKey(db: Queryable, contract: AddressKey, id: string, nowMs: number): Promise<ApiKey | null> {
+export async function revokeKey(db: Queryable, contract: AddressKey, id: string, nowMs: number): Promise<ApiKey | null> {
   const { rows } = await db.query<ApiKeyColumns>({
     name: "pl-revoke-api-key",
     text: `UPDATE api_keys SET revoked_at_ms = $1, revoked_reason = 'revoked'
@@ -60,7 +60,7 @@ async function revokeKey(db: Queryable, contract: AddressKey, id: string, nowMs:
   return rows[0] === undefined ? null : apiKeyOfRow(rows[0]);
 }
 
-async function revokeOperatorKeys(db: Queryable, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<ApiKey[]> {
+export async function revokeOperatorKeys(db: Queryable, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<ApiKey[]> {
   const { rows } = await db.query<ApiKeyColumns>({
     name: "pl-revoke-operator-api-keys",
     text: `UPDATE api_keys SET revoked_at_ms = $1, revoked_reason = 'operator_changed'
@@ -70,7 +70,7 @@ async function revokeOperatorKeys(db: Queryable, contract: AddressKey, operator:
   return rows.map(apiKeyOfRow).sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
 }
 
-async function lookupApiKey(db: Queryable, secretHash: Buffer): Promise<ApiKey | null> {
+export async function lookupApiKey(db: Queryable, secretHash: Buffer): Promise<ApiKey | null> {
   const { rows } = await db.query<ApiKeyColumns>({
     name: "pl-lookup-api-key",
     text: `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE secret_hash = $1`,
@@ -80,7 +80,7 @@ async function lookupApiKey(db: Queryable, secretHash: Buffer): Promise<ApiKey |
 }
 
 /** One statement for every key seen since the last flush; a later use never moves backwards. */
-async function writeLastUses(db: Queryable, uses: readonly ApiKeyUse[]): Promise<void> {
+export async function writeLastUses(db: Queryable, uses: readonly ApiKeyUse[]): Promise<void> {
   if (uses.length === 0) return;
   await db.query({
     name: "pl-write-api-key-uses",
@@ -90,15 +90,3 @@ async function writeLastUses(db: Queryable, uses: readonly ApiKeyUse[]): Promise
     values: [uses.map((use) => use.id), uses.map((use) => use.lastUsedAtMs)],
   });
 }
-
-/** The api_keys table, over pg. */
-export const apiKeys = {
-  lockAndCountUnrevoked,
-  insertApiKey,
-  readApiKey,
-  listApiKeys,
-  revokeKey,
-  revokeOperatorKeys,
-  lookupApiKey,
-  writeLastUses,
-} satisfies ApiKeysPort<Queryable, "async">;

@@ -1,30 +1,29 @@
 import type { AddressKey } from "../../domain/address.js";
 import { PURGE_USED_NONCES_LIMIT } from "../../domain/limits.js";
-import type { AuthPort, NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../ports/auth.js";
+import type { NewToken, OperatorPage, OperatorQuery, TokenGrant } from "../ports/auth.js";
 import { operatorPage } from "../rows.js";
 import { toNumber, type Queryable } from "./db.js";
 
 export async function readOperator(db: Queryable, contract: AddressKey): Promise<AddressKey | null> {
-  const { rows } = await db.query<{ operator: string }>({
-    name: "pl-read-operator",
-    text: "SELECT operator FROM operators WHERE contract = $1",
-    values: [contract],
-  });
-  return (rows[0]?.operator as AddressKey | undefined) ?? null;
+  return selectOperator(db, contract, false);
 }
 
 /** The contract's operator, its row locked until the transaction ends. */
-async function lockOperator(db: Queryable, contract: AddressKey): Promise<AddressKey | null> {
+export async function lockOperator(db: Queryable, contract: AddressKey): Promise<AddressKey | null> {
+  return selectOperator(db, contract, true);
+}
+
+async function selectOperator(db: Queryable, contract: AddressKey, lock: boolean): Promise<AddressKey | null> {
   const { rows } = await db.query<{ operator: string }>({
-    name: "pl-lock-operator",
-    text: "SELECT operator FROM operators WHERE contract = $1 FOR UPDATE",
+    name: lock ? "pl-lock-operator" : "pl-read-operator",
+    text: `SELECT operator FROM operators WHERE contract = $1${lock ? " FOR UPDATE" : ""}`,
     values: [contract],
   });
   return (rows[0]?.operator as AddressKey | undefined) ?? null;
 }
 
 /** The upsert's WHERE leaves an unchanged operator (and its tokens) alone: false then. */
-async function upsertOperator(db: Queryable, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<boolean> {
+export async function upsertOperator(db: Queryable, contract: AddressKey, operator: AddressKey, nowMs: number): Promise<boolean> {
   const { rowCount } = await db.query({
     name: "pl-write-operator",
     text: `INSERT INTO operators AS o (contract, operator, updated_at_ms) VALUES ($1, $2, $3)
@@ -35,7 +34,7 @@ async function upsertOperator(db: Queryable, contract: AddressKey, operator: Add
   return rowCount === 1;
 }
 
-async function deleteTokens(db: Queryable, contract: AddressKey): Promise<void> {
+export async function deleteTokens(db: Queryable, contract: AddressKey): Promise<void> {
   await db.query({ name: "pl-delete-tokens", text: "DELETE FROM tokens WHERE contract = $1", values: [contract] });
 }
 
@@ -121,17 +120,3 @@ export async function deleteExpired(db: Queryable, nowMs: number): Promise<void>
   });
   await db.query({ name: "pl-purge-tokens", text: "DELETE FROM tokens WHERE expires_at_ms <= $1", values: [nowMs] });
 }
-
-/** The operators and tokens tables for src/ledger/operator.ts, over pg. */
-export const auth = {
-  lockOperator,
-  upsertOperator,
-  deleteTokens,
-  readOperator,
-  listOperators,
-  readOrStoreServerKey,
-  insertUsedNonce,
-  insertToken,
-  lookupToken,
-  deleteExpired,
-} satisfies AuthPort<Queryable, "async">;

@@ -3,7 +3,7 @@ import { storedActorText } from "../../domain/actors.js";
 import type { Actor } from "../../domain/api-keys.js";
 import type { Batch, BatchStatus, BatchWithTransfers, NewBatch, Transfer } from "../../domain/batch.js";
 import { FINALIZE_RETRY_DELAYS_MS } from "../../domain/finalize-retry.js";
-import type { BatchPage, BatchQuery, BatchesPort, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
+import type { BatchPage, BatchQuery, DueBatch, StoredBatch, StoredFinalizeFailure } from "../ports/batches.js";
 import { toBatch as batchOf, toStoredBatch, statusTimeColumn, toStoredFailure, type FailureColumns } from "../rows.js";
 import { toNullableNumber, toNumber, toUnits, type Queryable } from "./db.js";
 
@@ -49,12 +49,12 @@ export async function findBatchRow(db: Queryable, contract: AddressKey, batchId:
   return rows[0];
 }
 
-async function findBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<StoredBatch | undefined> {
+export async function findBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<StoredBatch | undefined> {
   return toStored(await findBatchRow(db, contract, batchId));
 }
 
 /** Reads the batch and holds its row lock until the transaction ends (cancel vs. finalize). */
-async function lockBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<StoredBatch | undefined> {
+export async function lockBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<StoredBatch | undefined> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-lock-batch",
     text: `SELECT ${BATCH_COLUMNS} FROM batches WHERE contract = $1 AND batch_id = $2 FOR UPDATE`,
@@ -78,7 +78,7 @@ async function withTransfers(db: Queryable, row: BatchRow): Promise<BatchWithTra
 }
 
 /** The batch and its transfers: written with their batch row and never changed, so two reads agree. */
-async function readBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchWithTransfers | null> {
+export async function readBatch(db: Queryable, contract: AddressKey, batchId: string): Promise<BatchWithTransfers | null> {
   const row = await findBatchRow(db, contract, batchId);
   return row ? withTransfers(db, row) : null;
 }
@@ -88,7 +88,7 @@ async function readBatch(db: Queryable, contract: AddressKey, batchId: string): 
  * undefined. A concurrent insert of the same batchId makes this wait for that transaction: if it
  * commits, this one inserts nothing, so exactly one submission of a batchId is accepted.
  */
-async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number, submittedBy: Actor): Promise<string | undefined> {
+export async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number, submittedBy: Actor): Promise<string | undefined> {
   const { rows } = await db.query<{ seq: string }>({
     name: "pl-insert-batch",
     text: `INSERT INTO batches (contract, batch_id, point_type, status, total_units, transfer_count,
@@ -112,7 +112,7 @@ async function insertBatch(db: Queryable, batch: NewBatch, finalizeAtMs: number,
 }
 
 /** All transfers of a batch in one statement: two arrays, unnested with their position as idx. */
-async function insertTransfers(db: Queryable, seq: string, transfers: readonly Transfer[]): Promise<void> {
+export async function insertTransfers(db: Queryable, seq: string, transfers: readonly Transfer[]): Promise<void> {
   const addresses: string[] = new Array(transfers.length);
   const amounts: string[] = new Array(transfers.length);
   for (let i = 0; i < transfers.length; i++) {
@@ -130,7 +130,7 @@ async function insertTransfers(db: Queryable, seq: string, transfers: readonly T
 }
 
 /** Changes the status only if it still is `from` (recording who cancelled, for CANCELLED); true when it did. */
-async function setStatus(
+export async function setStatus(
   db: Queryable,
   seq: string,
   from: BatchStatus,
@@ -167,7 +167,7 @@ const CLAIMABLE_SQL = "status = 'PENDING' AND finalize_at_ms <= $1 AND (finalize
  * n contracts have one, the limit-th batch's turn is at most limit − n + 1).
  * A plain read, no lock: src/ledger/finalize.ts claims each one with claimBatch, which re-checks it.
  */
-async function fairDueBatches(db: Queryable, nowMs: number, limit: number, afterContract: string): Promise<DueBatch[]> {
+export async function fairDueBatches(db: Queryable, nowMs: number, limit: number, afterContract: string): Promise<DueBatch[]> {
   const { rows } = await db.query<DueBatch>({
     name: "pl-fair-due-batches",
     text: `WITH RECURSIVE pending(contract) AS (
@@ -200,7 +200,7 @@ async function fairDueBatches(db: Queryable, nowMs: number, limit: number, after
  * the WHERE on the latest version), so one whose failure another instance just stored is left
  * to its backoff, and the status guard that follows makes a finalization happen once.
  */
-async function claimBatch(db: Queryable, seq: string, nowMs: number): Promise<StoredBatch | undefined> {
+export async function claimBatch(db: Queryable, seq: string, nowMs: number): Promise<StoredBatch | undefined> {
   const { rows } = await db.query<BatchRow>({
     name: "pl-lock-claimable-batch",
     text: `SELECT ${BATCH_COLUMNS} FROM batches WHERE seq = $2 AND ${CLAIMABLE_SQL} FOR UPDATE SKIP LOCKED`,
@@ -215,7 +215,7 @@ async function claimBatch(db: Queryable, seq: string, nowMs: number): Promise<St
  * up by the failures before this one). Returns what it stored, or undefined if the batch is no
  * longer PENDING (another instance finalized it meanwhile).
  */
-async function recordFinalizeFailure(
+export async function recordFinalizeFailure(
   db: Queryable,
   seq: string,
   nowMs: number,
@@ -306,21 +306,3 @@ export async function nextFinalizeAtMs(db: Queryable): Promise<number | null> {
   });
   return toNullableNumber(rows[0]?.next ?? null);
 }
-
-/** The batches and transfers tables for the ledger flows (src/ledger/), over pg. */
-export const batches = {
-  insertBatch,
-  insertTransfers,
-  findBatch,
-  lockBatch,
-  readTransfers,
-  setStatus,
-  fairDueBatches,
-  claimBatch,
-  recordFinalizeFailure,
-  readBatch,
-  listBatches,
-  nextFinalizeAtMs,
-  countFailingBatches,
-  countOverdueBatches,
-} satisfies BatchesPort<Queryable, "async">;

@@ -194,6 +194,16 @@ export function guardEach<T extends Record<keyof T, (...args: never[]) => Promis
   return guarded as T;
 }
 
+/** Takes the transaction advisory lock `key` if no other transaction holds it, never waiting: a step another instance is taking is skipped. */
+export async function tryTransactionLock(db: Queryable, name: string, key: string): Promise<boolean> {
+  const { rows } = await db.query<{ claimed: boolean }>({
+    name,
+    text: "SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed",
+    values: [key],
+  });
+  return rows[0]!.claimed;
+}
+
 export interface TransactionOptions<T> {
   /** Decides from the result whether to COMMIT (default) or ROLLBACK, e.g. a refused submission. */
   commitIf?: (result: T) => boolean;

@@ -1,8 +1,8 @@
 import type { LedgerFlows, LedgerStore } from "../store.js";
 import { accounts } from "./accounts.js";
-import { apiKeys } from "./api-keys.js";
-import { auth } from "./auth.js";
-import { batches } from "./batches.js";
+import * as apiKeys from "./api-keys.js";
+import * as auth from "./auth.js";
+import * as batches from "./batches.js";
 import { credits } from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
 import { committedEventsOf, createPool, guard, guardEach, migrate, transaction, type PostgresOptions } from "./db.js";

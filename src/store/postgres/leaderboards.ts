@@ -22,7 +22,7 @@ import type {
 } from "../ports/leaderboards.js";
 import { toStoredBatch } from "../rows.js";
 import { BATCH_COLUMNS, type BatchRow } from "./batches.js";
-import { toNumber, toStoreError, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
+import { toNumber, toStoreError, toUnits, transaction, tryTransactionLock, type PgPool, type Queryable } from "./db.js";
 
 /**
  * The leaderboards and received_daily (../ports/leaderboards.ts) over PostgreSQL, written by the
@@ -179,12 +179,7 @@ async function raiseFence(db: Queryable, fenceMs: number): Promise<void> {
 
 /** Tried, not waited for: an instance that finds another applying skips its step (the other applies the queue). */
 async function claimApplier(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query<{ claimed: boolean }>({
-    name: "pl-pj-claim",
-    text: "SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed",
-    values: [PROJECTION_LOCK_KEY],
-  });
-  return rows[0]!.claimed;
+  return tryTransactionLock(db, "pl-pj-claim", PROJECTION_LOCK_KEY);
 }
 
 /** The queue's rows by throughMs, deleted and returned with their batches; the time is the queue's (the flow checks the batch's against it). */

@@ -1,14 +1,14 @@
 import type { LedgerEvent } from "../../domain/events.js";
 import type { EventsAppendPort, LedgerDatabaseOf } from "../ports/ledger.js";
 import { accounts } from "./accounts.js";
-import { apiKeys } from "./api-keys.js";
-import { auth } from "./auth.js";
-import { batches } from "./batches.js";
+import * as apiKeys from "./api-keys.js";
+import * as auth from "./auth.js";
+import * as batches from "./batches.js";
 import { credits } from "./credits.js";
 import { isConnectionError, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
-import { webhooks } from "./webhooks.js";
+import * as webhooks from "./webhooks.js";
 import { postgresTransparencyLog as log } from "./tlog.js";
 
 /** A client checked out of the pool (a transaction's), rather than the pool itself. */

@@ -58,6 +58,29 @@ const dayOf = (ms: string) => `(${ms} - ((${ms} % ${DAY_MS}) + ${DAY_MS}) % ${DA
 const APPLIED_SQL = `applied AS (SELECT b.seq, b.contract, b.point_type, b.finalized_at_ms FROM batches b
   WHERE b.status = 'FINALIZED' AND NOT EXISTS (SELECT 1 FROM projection_queue q WHERE q.seq = b.seq))`;
 
+/** A board's entries counted by rank band, per board (`keys`): the CTE `counted`, over the CTE `entries`. */
+const countedSql = (keys: readonly string[]) =>
+  `counted AS (SELECT ${keys.join(", ")}, ${rankBandSql("points_units")} AS band, count(*) AS entries
+               FROM entries GROUP BY ${keys.map((_, i) => i + 1).join(", ")}, ${keys.length + 1})`;
+
+/**
+ * A board's two checks, one for the all-time boards and the window boards alike (boards keyed by
+ * `keys`): each entry is what the applied batches sent the address (the CTEs `entries`, `sent`),
+ * and each rank band counts its entries (`counted`, `bands`). Mismatch rows (MismatchRow).
+ */
+function boardMismatchesSql(keys: readonly string[], board: string): string {
+  const keyOf = (left: string, right: string) => keys.map((key) => `coalesce(${left}.${key}, ${right}.${key})`).join(" || ' ' || ");
+  return `SELECT ${keyOf("e", "s")} || ' ' || coalesce(e.address, s.address) AS key,
+            '${board} entry (units)' AS label, coalesce(e.points_units, 0)::text AS stored, coalesce(s.units, 0)::text AS expected
+       FROM entries e FULL JOIN sent s USING (${keys.join(", ")}, address)
+       WHERE coalesce(e.points_units, 0) <> coalesce(s.units, 0)
+     UNION ALL
+     SELECT ${keyOf("c", "b")} || ' band ' || coalesce(c.band, b.band),
+            '${board} band entries', coalesce(b.entries, 0)::text, coalesce(c.entries, 0)::text
+       FROM counted c FULL JOIN bands b USING (${keys.join(", ")}, band)
+       WHERE coalesce(c.entries, 0) <> coalesce(b.entries, 0)`;
+}
+
 /**
  * Invariant 5, the projection (see the SQLite verify.ts), in SQL: only rows that disagree reach
  * JavaScript. It stands at through (every applied batch finalized at or before it, every queued
@@ -82,19 +105,10 @@ async function checkHistory(db: Queryable, violations: Violation[]): Promise<voi
           entries AS (SELECT bo.contract, bo.point_type, '0x' || encode(e.address, 'hex') AS address, e.points_units
                       FROM board_entries e JOIN boards bo ON bo.board = e.board),
           history AS (SELECT address, point_type, sum(amount_units) AS units FROM received_daily GROUP BY 1, 2),
-          counted AS (SELECT contract, point_type, ${rankBandSql("points_units")} AS band,
-                             count(*) AS entries FROM entries GROUP BY 1, 2, 3),
+          ${countedSql(["contract", "point_type"])},
           bands AS (SELECT bo.contract, bo.point_type, bb.band, bb.entries
                     FROM board_bands bb JOIN boards bo ON bo.board = bb.board WHERE bb.entries <> 0)
-     SELECT coalesce(e.contract, s.contract) || ' ' || coalesce(e.point_type, s.point_type) || ' ' || coalesce(e.address, s.address) AS key,
-            'leaderboard entry (units)' AS label, coalesce(e.points_units, 0)::text AS stored, coalesce(s.units, 0)::text AS expected
-       FROM entries e FULL JOIN sent s USING (contract, point_type, address)
-       WHERE coalesce(e.points_units, 0) <> coalesce(s.units, 0)
-     UNION ALL
-     SELECT coalesce(c.contract, b.contract) || ' ' || coalesce(c.point_type, b.point_type) || ' band ' || coalesce(c.band, b.band),
-            'leaderboard band entries', coalesce(b.entries, 0)::text, coalesce(c.entries, 0)::text
-       FROM counted c FULL JOIN bands b USING (contract, point_type, band)
-       WHERE coalesce(c.entries, 0) <> coalesce(b.entries, 0)
+     ${boardMismatchesSql(["contract", "point_type"], "leaderboard")}
      UNION ALL
      SELECT coalesce(h.address, r.address) || ' ' || coalesce(h.point_type, r.point_type), 'received history (units)',
             coalesce(h.units, 0)::text, coalesce(r.units, 0)::text
@@ -160,8 +174,7 @@ async function checkWindowBoards(db: Queryable, violations: Violation[]): Promis
                    GROUP BY 1, 2 HAVING sum(t.amount_units) > 0),
           entries AS (SELECT k.name, '0x' || encode(e.address, 'hex') AS address, e.points_units
                       FROM kept k JOIN window_entries e ON e.window_id = k.window_id),
-          counted AS (SELECT name, ${rankBandSql("points_units")} AS band, count(*) AS entries
-                      FROM entries GROUP BY 1, 2),
+          ${countedSql(["name"])},
           bands AS (SELECT k.name, bb.band, bb.entries FROM kept k JOIN window_bands bb ON bb.window_id = k.window_id WHERE bb.entries <> 0)
      SELECT name || ' batch ' || seq AS key, 'held batch' AS label, 'held' AS stored, 'not an applied FINALIZED batch of the window' AS expected
        FROM held WHERE NOT fits
@@ -171,15 +184,7 @@ async function checkWindowBoards(db: Queryable, violations: Violation[]): Promis
      SELECT k.name, 'window board batches', k.batches::text, count(x.seq)::text
        FROM kept k LEFT JOIN window_batches x ON x.window_id = k.window_id GROUP BY k.name, k.batches HAVING k.batches <> count(x.seq)
      UNION ALL
-     SELECT coalesce(e.name, s.name) || ' ' || coalesce(e.address, s.address), 'window board entry (units)',
-            coalesce(e.points_units, 0)::text, coalesce(s.units, 0)::text
-       FROM entries e FULL JOIN sent s USING (name, address)
-       WHERE coalesce(e.points_units, 0) <> coalesce(s.units, 0)
-     UNION ALL
-     SELECT coalesce(c.name, b.name) || ' band ' || coalesce(c.band, b.band), 'window board band entries',
-            coalesce(b.entries, 0)::text, coalesce(c.entries, 0)::text
-       FROM counted c FULL JOIN bands b USING (name, band)
-       WHERE coalesce(c.entries, 0) <> coalesce(b.entries, 0)
+     ${boardMismatchesSql(["name"], "window board")}
      ORDER BY 1, 2`,
   );
   for (const row of rows) {

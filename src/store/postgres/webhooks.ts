@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type { AttemptRows, DeliveryPage, DeliveryQuery, EndpointRoom, WebhookBacklog, WebhooksPort } from "../ports/webhooks.js";
+import type { AttemptRows, DeliveryPage, DeliveryQuery, EndpointRoom, WebhookBacklog } from "../ports/webhooks.js";
 import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
 import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
@@ -66,13 +66,13 @@ function toEndpoint(row: EndpointRow): WebhookEndpoint {
 }
 
 /** A transaction-scoped advisory lock per contract orders concurrent creations, so two cannot both pass the limit. */
-async function lockAndCountEndpoints(db: Queryable, contract: AddressKey): Promise<number> {
+export async function lockAndCountEndpoints(db: Queryable, contract: AddressKey): Promise<number> {
   await db.query("SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || $1))", [contract]);
   const { rows } = await db.query<{ count: string }>("SELECT count(*) AS count FROM webhook_endpoints WHERE contract = $1", [contract]);
   return Number(rows[0]!.count);
 }
 
-async function insertEndpoint(db: Queryable, endpoint: NewWebhookEndpoint): Promise<void> {
+export async function insertEndpoint(db: Queryable, endpoint: NewWebhookEndpoint): Promise<void> {
   await db.query(
     `INSERT INTO webhook_endpoints (id, contract, url, types, description, disabled, secret, created_at_ms)
      VALUES ($1, $2, $3, $4, $5, false, $6, $7)`,
@@ -80,7 +80,7 @@ async function insertEndpoint(db: Queryable, endpoint: NewWebhookEndpoint): Prom
   );
 }
 
-async function listEndpoints(db: Queryable, contract: AddressKey): Promise<WebhookEndpoint[]> {
+export async function listEndpoints(db: Queryable, contract: AddressKey): Promise<WebhookEndpoint[]> {
   const { rows } = await db.query<EndpointRow>(
     `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE contract = $1 ORDER BY created_at_ms, id`,
     [contract],
@@ -96,7 +96,16 @@ async function selectEndpoint(db: Queryable, contract: AddressKey, endpointId: s
   return rows[0] ? toEndpoint(rows[0]) : null;
 }
 
-async function writeEndpoint(db: Queryable, endpointId: string, fields: EndpointFields): Promise<void> {
+export async function readEndpoint(db: Queryable, contract: AddressKey, endpointId: string): Promise<WebhookEndpoint | null> {
+  return selectEndpoint(db, contract, endpointId, false);
+}
+
+/** Its row locked FOR UPDATE until the transaction ends: the flow decides from it and writes it. */
+export async function lockEndpoint(db: Queryable, contract: AddressKey, endpointId: string): Promise<WebhookEndpoint | null> {
+  return selectEndpoint(db, contract, endpointId, true);
+}
+
+export async function writeEndpoint(db: Queryable, endpointId: string, fields: EndpointFields): Promise<void> {
   await db.query("UPDATE webhook_endpoints SET url = $1, types = $2, description = $3, disabled = $4, disabled_reason = $5 WHERE id = $6", [
     fields.url,
     fields.types,
@@ -107,7 +116,7 @@ async function writeEndpoint(db: Queryable, endpointId: string, fields: Endpoint
   ]);
 }
 
-async function failPending(db: Queryable, endpointId: string, nowMs: number): Promise<void> {
+export async function failPending(db: Queryable, endpointId: string, nowMs: number): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries SET status = 'FAILED', next_attempt_at_ms = NULL, claimed_until_ms = NULL, claim_token = NULL, finished_at_ms = $2
      WHERE endpoint_id = $1 AND status = 'PENDING'`,
@@ -116,12 +125,12 @@ async function failPending(db: Queryable, endpointId: string, nowMs: number): Pr
 }
 
 /** Its deliveries go with it (ON DELETE CASCADE). */
-async function deleteEndpoint(db: Queryable, contract: AddressKey, endpointId: string): Promise<boolean> {
+export async function deleteEndpoint(db: Queryable, contract: AddressKey, endpointId: string): Promise<boolean> {
   const { rowCount } = await db.query("DELETE FROM webhook_endpoints WHERE contract = $1 AND id = $2", [contract, endpointId]);
   return (rowCount ?? 0) > 0;
 }
 
-async function rotateSecret(
+export async function rotateSecret(
   db: Queryable,
   contract: AddressKey,
   endpointId: string,
@@ -135,15 +144,15 @@ async function rotateSecret(
   return (rowCount ?? 0) > 0;
 }
 
-async function disableEndpoint(db: Queryable, endpointId: string, reason: string): Promise<void> {
+export async function disableEndpoint(db: Queryable, endpointId: string, reason: string): Promise<void> {
   await db.query("UPDATE webhook_endpoints SET disabled = true, disabled_reason = $1 WHERE id = $2 AND NOT disabled", [reason, endpointId]);
 }
 
-async function endBackoff(db: Queryable, endpointId: string): Promise<void> {
+export async function endBackoff(db: Queryable, endpointId: string): Promise<void> {
   await db.query("UPDATE webhook_endpoints SET backoff_until_ms = NULL WHERE id = $1 AND backoff_until_ms IS NOT NULL", [endpointId]);
 }
 
-async function clearTimeouts(db: Queryable, endpointId: string): Promise<void> {
+export async function clearTimeouts(db: Queryable, endpointId: string): Promise<void> {
   await db.query({
     name: "pl-webhook-endpoint-answered",
     text: "UPDATE webhook_endpoints SET timeouts_in_row = 0, backoff_until_ms = NULL WHERE id = $1 AND timeouts_in_row > 0",
@@ -151,7 +160,7 @@ async function clearTimeouts(db: Queryable, endpointId: string): Promise<void> {
   });
 }
 
-async function countTimeout(db: Queryable, endpointId: string): Promise<number | undefined> {
+export async function countTimeout(db: Queryable, endpointId: string): Promise<number | undefined> {
   const { rows } = await db.query<{ timeouts_in_row: number }>({
     name: "pl-webhook-endpoint-timed-out",
     text: "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = $1 RETURNING timeouts_in_row",
@@ -160,14 +169,20 @@ async function countTimeout(db: Queryable, endpointId: string): Promise<number |
   return rows[0]?.timeouts_in_row;
 }
 
-async function holdBack(db: Queryable, endpointId: string, untilMs: number): Promise<void> {
+export async function holdBack(db: Queryable, endpointId: string, untilMs: number): Promise<void> {
   await db.query("UPDATE webhook_endpoints SET backoff_until_ms = GREATEST(COALESCE(backoff_until_ms, 0), $2) WHERE id = $1", [
     endpointId,
     untilMs,
   ]);
 }
 
-async function insertDelivery(db: Queryable, deliveryId: string, endpointId: string, event: LedgerEvent, nowMs: number): Promise<void> {
+export async function insertDelivery(
+  db: Queryable,
+  deliveryId: string,
+  endpointId: string,
+  event: LedgerEvent,
+  nowMs: number,
+): Promise<void> {
   await db.query(
     `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, next_attempt_at_ms, created_at_ms)
      VALUES ($1, $2, $3, $4, $5, 'PENDING', $6, $6) ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
@@ -176,7 +191,7 @@ async function insertDelivery(db: Queryable, deliveryId: string, endpointId: str
 }
 
 /** Enabled endpoints with PENDING deliveries, walked through the pending index one endpoint at a time (a skip scan). */
-async function endpointsWithPending(db: Queryable): Promise<ClaimableEndpoint[]> {
+export async function endpointsWithPending(db: Queryable): Promise<ClaimableEndpoint[]> {
   const { rows } = await db.query<{ id: string; contract: string; timeouts_in_row: number; backoff_until_ms: string | null }>({
     name: "pl-webhook-endpoints-pending",
     text: `WITH RECURSIVE pending(endpoint_id) AS (
@@ -199,7 +214,7 @@ async function endpointsWithPending(db: Queryable): Promise<ClaimableEndpoint[]>
 }
 
 /** Through webhook_deliveries_leased (domain/webhooks.ts leaseIsLive). */
-async function sendsInFlight(db: Queryable, nowMs: number): Promise<EndpointSends[]> {
+export async function sendsInFlight(db: Queryable, nowMs: number): Promise<EndpointSends[]> {
   const { rows } = await db.query<{ endpoint_id: string; contract: string; sends: number }>({
     name: "pl-webhook-sends-in-flight",
     text: `SELECT d.endpoint_id, e.contract, count(*)::int AS sends FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
@@ -210,7 +225,7 @@ async function sendsInFlight(db: Queryable, nowMs: number): Promise<EndpointSend
 }
 
 /** One statement for every endpoint, an indexed range read each: domain/webhooks.ts isDue, in dueOrder. */
-async function dueDeliveries(db: Queryable, rooms: readonly EndpointRoom[], nowMs: number): Promise<DueCandidate[]> {
+export async function dueDeliveries(db: Queryable, rooms: readonly EndpointRoom[], nowMs: number): Promise<DueCandidate[]> {
   const { rows } = await db.query<{ seq: string; contract: string; turn: number; next_attempt_at_ms: string }>({
     name: "pl-webhook-due",
     text: `SELECT due.seq, o.contract, (due.turn - 1)::int AS turn, due.next_attempt_at_ms
@@ -238,7 +253,12 @@ interface ClaimRow extends ClaimText {
  * rows) and re-checked as due against its latest version (another may have leased it since it was
  * read), then leased.
  */
-async function leaseDeliveries(db: Queryable, seqs: readonly bigint[], nowMs: number, claimedUntilMs: number): Promise<ClaimedDelivery[]> {
+export async function leaseDeliveries(
+  db: Queryable,
+  seqs: readonly bigint[],
+  nowMs: number,
+  claimedUntilMs: number,
+): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>({
     name: "pl-webhook-lease",
     text: `WITH locked AS (
@@ -269,7 +289,7 @@ async function leaseDeliveries(db: Queryable, seqs: readonly bigint[], nowMs: nu
     );
 }
 
-async function renewLeases(db: Queryable, leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]> {
+export async function renewLeases(db: Queryable, leases: readonly DeliveryLease[], claimedUntilMs: number): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>({
     name: "pl-webhook-renew-leases",
     text: `UPDATE webhook_deliveries d SET claimed_until_ms = $3
@@ -282,7 +302,7 @@ async function renewLeases(db: Queryable, leases: readonly DeliveryLease[], clai
 }
 
 /** Not locked: the endpoint's row is written first (recordAttempt's order); storeAttempt checks the claim again. */
-async function claimHeld(db: Queryable, lease: DeliveryLease): Promise<boolean> {
+export async function claimHeld(db: Queryable, lease: DeliveryLease): Promise<boolean> {
   const { rows } = await db.query({
     name: "pl-webhook-claim-held",
     text: "SELECT 1 FROM webhook_deliveries WHERE id = $1 AND claim_token = $2",
@@ -292,7 +312,7 @@ async function claimHeld(db: Queryable, lease: DeliveryLease): Promise<boolean> 
 }
 
 /** One statement reads the endpoint and writes the row it decides, so the endpoint cannot change in between. */
-async function storeAttempt(
+export async function storeAttempt(
   db: Queryable,
   lease: DeliveryLease & { endpointId: string },
   attempt: DeliveryAttempt,
@@ -346,7 +366,7 @@ function toDelivery(row: DeliveryRow): WebhookDelivery {
   });
 }
 
-async function listDeliveries(db: Queryable, endpointId: string, query: DeliveryQuery): Promise<DeliveryPage> {
+export async function listDeliveries(db: Queryable, endpointId: string, query: DeliveryQuery): Promise<DeliveryPage> {
   const before = query.before === undefined ? null : parseDeliveryPosition(query.before);
   const { rows } = await db.query<DeliveryRow>({
     name: "pl-webhook-list-deliveries",
@@ -360,7 +380,12 @@ async function listDeliveries(db: Queryable, endpointId: string, query: Delivery
   return { deliveries: page.map(toDelivery), next: more ? page[page.length - 1]!.seq : null };
 }
 
-async function readDelivery(db: Queryable, contract: AddressKey, endpointId: string, deliveryId: string): Promise<WebhookDelivery | null> {
+export async function readDelivery(
+  db: Queryable,
+  contract: AddressKey,
+  endpointId: string,
+  deliveryId: string,
+): Promise<WebhookDelivery | null> {
   const { rows } = await db.query<DeliveryRow>(
     `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
      WHERE d.id = $1 AND d.endpoint_id = $2 AND e.contract = $3`,
@@ -369,7 +394,7 @@ async function readDelivery(db: Queryable, contract: AddressKey, endpointId: str
   return rows[0] ? toDelivery(rows[0]) : null;
 }
 
-async function requeueDelivery(db: Queryable, deliveryId: string, nowMs: number): Promise<void> {
+export async function requeueDelivery(db: Queryable, deliveryId: string, nowMs: number): Promise<void> {
   await db.query(
     `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at_ms = $1, finished_at_ms = NULL
      WHERE id = $2 AND (status <> 'PENDING' OR claimed_until_ms IS NULL OR claimed_until_ms <= $1)`,
@@ -377,7 +402,7 @@ async function requeueDelivery(db: Queryable, deliveryId: string, nowMs: number)
   );
 }
 
-async function requeueFailed(db: Queryable, endpointId: string, sinceMs: number, nowMs: number, limit: number): Promise<number> {
+export async function requeueFailed(db: Queryable, endpointId: string, sinceMs: number, nowMs: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE webhook_deliveries SET status = 'PENDING', tries = 0, next_attempt_at_ms = $1, finished_at_ms = NULL
      WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE endpoint_id = $2 AND status = 'FAILED' AND created_at_ms >= $3
@@ -387,7 +412,7 @@ async function requeueFailed(db: Queryable, endpointId: string, sinceMs: number,
   return rowCount ?? 0;
 }
 
-async function purgeDeliveries(db: Queryable, finishedBeforeMs: number, limit: number): Promise<number> {
+export async function purgeDeliveries(db: Queryable, finishedBeforeMs: number, limit: number): Promise<number> {
   const { rowCount } = await db.query(
     `DELETE FROM webhook_deliveries WHERE seq IN (
        SELECT seq FROM webhook_deliveries WHERE status <> 'PENDING' AND finished_at_ms < $1 ORDER BY finished_at_ms LIMIT $2
@@ -397,41 +422,9 @@ async function purgeDeliveries(db: Queryable, finishedBeforeMs: number, limit: n
   return rowCount ?? 0;
 }
 
-async function webhookBacklog(db: Queryable): Promise<WebhookBacklog> {
+export async function webhookBacklog(db: Queryable): Promise<WebhookBacklog> {
   const { rows } = await db.query<{ pending: string; oldest: string | null }>(
     "SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM webhook_deliveries WHERE status = 'PENDING'",
   );
   return { pending: Number(rows[0]!.pending), oldestPendingCreatedAtMs: toNullableNumber(rows[0]!.oldest) };
 }
-
-/** The webhook tables, over pg. */
-export const webhooks = {
-  lockAndCountEndpoints,
-  insertEndpoint,
-  readEndpoint: (db: Queryable, contract: AddressKey, endpointId: string) => selectEndpoint(db, contract, endpointId, false),
-  lockEndpoint: (db: Queryable, contract: AddressKey, endpointId: string) => selectEndpoint(db, contract, endpointId, true),
-  listEndpoints,
-  writeEndpoint,
-  deleteEndpoint,
-  rotateSecret,
-  disableEndpoint,
-  endBackoff,
-  clearTimeouts,
-  countTimeout,
-  holdBack,
-  insertDelivery,
-  readDelivery,
-  listDeliveries,
-  failPending,
-  requeueDelivery,
-  requeueFailed,
-  purgeDeliveries,
-  webhookBacklog,
-  endpointsWithPending,
-  sendsInFlight,
-  dueDeliveries,
-  leaseDeliveries,
-  renewLeases,
-  claimHeld,
-  storeAttempt,
-} satisfies WebhooksPort<Queryable, "async">;

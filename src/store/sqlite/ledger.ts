@@ -9,7 +9,7 @@ import { credits } from "./credits.js";
 import { toStoreError, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
-import { webhooks } from "./webhooks.js";
+import * as webhooks from "./webhooks.js";
 import { sqliteTransparencyLog as log } from "./tlog.js";
 
 /**

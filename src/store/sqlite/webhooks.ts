@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { AddressKey } from "../../domain/address.js";
 import { eventJson, type LedgerEvent, type StreamEventType } from "../../domain/events.js";
-import type { AttemptRows, DeliveryPage, DeliveryQuery, EndpointRoom, WebhookBacklog, WebhooksPort } from "../ports/webhooks.js";
+import type { AttemptRows, DeliveryPage, DeliveryQuery, EndpointRoom, WebhookBacklog } from "../ports/webhooks.js";
 import { claimedOf, deliveryOf, endpointOf, ENDPOINT_COLUMNS } from "../webhook-rows.js";
 import type { ClaimText, DeliveryText, EndpointText } from "../webhook-rows.js";
 import {
@@ -67,7 +67,7 @@ export function fanOutDeliveries(db: SqliteDb, events: readonly LedgerEvent[], n
   }
 }
 
-function insertDelivery(db: SqliteDb, id: string, endpointId: string, event: LedgerEvent, nowMs: number): void {
+export function insertDelivery(db: SqliteDb, id: string, endpointId: string, event: LedgerEvent, nowMs: number): void {
   statement(
     db,
     `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, status, next_attempt_at_ms, created_at_ms)
@@ -76,7 +76,7 @@ function insertDelivery(db: SqliteDb, id: string, endpointId: string, event: Led
 }
 
 /** The IMMEDIATE transaction the flows run in already holds the writer: two creations cannot both count. */
-function lockAndCountEndpoints(db: SqliteDb, contract: AddressKey): number {
+export function lockAndCountEndpoints(db: SqliteDb, contract: AddressKey): number {
   return toNumber(statement(db, "SELECT count(*) FROM webhook_endpoints WHERE contract = ?").pluck(true).get(contract));
 }
 
@@ -84,7 +84,7 @@ function typesText(types: EndpointFields["types"]): string | null {
   return types === null ? null : JSON.stringify(types);
 }
 
-function insertEndpoint(db: SqliteDb, endpoint: NewWebhookEndpoint): void {
+export function insertEndpoint(db: SqliteDb, endpoint: NewWebhookEndpoint): void {
   statement(
     db,
     `INSERT INTO webhook_endpoints (id, contract, url, types, description, disabled, secret, created_at_ms)
@@ -100,20 +100,23 @@ function insertEndpoint(db: SqliteDb, endpoint: NewWebhookEndpoint): void {
   );
 }
 
-function listEndpoints(db: SqliteDb, contract: AddressKey): WebhookEndpoint[] {
+export function listEndpoints(db: SqliteDb, contract: AddressKey): WebhookEndpoint[] {
   const rows = statement(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE contract = ? ORDER BY created_at_ms, id`).all(
     contract,
   ) as EndpointRow[];
   return rows.map(toEndpoint);
 }
 
-function readEndpoint(db: SqliteDb, contract: AddressKey, endpointId: string): WebhookEndpoint | null {
+export function readEndpoint(db: SqliteDb, contract: AddressKey, endpointId: string): WebhookEndpoint | null {
   const row = statement(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE contract = ? AND id = ?`).get(contract, endpointId) as
     EndpointRow | undefined;
   return row ? toEndpoint(row) : null;
 }
 
-function writeEndpoint(db: SqliteDb, endpointId: string, fields: EndpointFields): void {
+/** The flows' IMMEDIATE transaction already holds the writer: a read is as good as a lock. */
+export const lockEndpoint = readEndpoint;
+
+export function writeEndpoint(db: SqliteDb, endpointId: string, fields: EndpointFields): void {
   statement(db, "UPDATE webhook_endpoints SET url = ?, types = ?, description = ?, disabled = ?, disabled_reason = ? WHERE id = ?").run(
     fields.url,
     typesText(fields.types),
@@ -124,7 +127,7 @@ function writeEndpoint(db: SqliteDb, endpointId: string, fields: EndpointFields)
   );
 }
 
-function failPending(db: SqliteDb, endpointId: string, nowMs: number): void {
+export function failPending(db: SqliteDb, endpointId: string, nowMs: number): void {
   statement(
     db,
     `UPDATE webhook_deliveries SET status = 'FAILED', next_attempt_at_ms = NULL, claimed_until_ms = NULL, claim_token = NULL,
@@ -134,13 +137,13 @@ function failPending(db: SqliteDb, endpointId: string, nowMs: number): void {
 }
 
 /** Its deliveries go with it, deleted here: the connection does not enforce the schema's ON DELETE CASCADE. */
-function deleteEndpoint(db: SqliteDb, contract: AddressKey, endpointId: string): boolean {
+export function deleteEndpoint(db: SqliteDb, contract: AddressKey, endpointId: string): boolean {
   if (!readEndpoint(db, contract, endpointId)) return false;
   statement(db, "DELETE FROM webhook_deliveries WHERE endpoint_id = ?").run(endpointId);
   return statement(db, "DELETE FROM webhook_endpoints WHERE contract = ? AND id = ?").run(contract, endpointId).changes > 0;
 }
 
-function rotateSecret(db: SqliteDb, contract: AddressKey, endpointId: string, secret: string, previousExpiresAtMs: number): boolean {
+export function rotateSecret(db: SqliteDb, contract: AddressKey, endpointId: string, secret: string, previousExpiresAtMs: number): boolean {
   return (
     statement(
       db,
@@ -150,28 +153,28 @@ function rotateSecret(db: SqliteDb, contract: AddressKey, endpointId: string, se
   );
 }
 
-function disableEndpoint(db: SqliteDb, endpointId: string, reason: string): void {
+export function disableEndpoint(db: SqliteDb, endpointId: string, reason: string): void {
   statement(db, "UPDATE webhook_endpoints SET disabled = 1, disabled_reason = ? WHERE id = ? AND disabled = 0").run(reason, endpointId);
 }
 
-function endBackoff(db: SqliteDb, endpointId: string): void {
+export function endBackoff(db: SqliteDb, endpointId: string): void {
   statement(db, "UPDATE webhook_endpoints SET backoff_until_ms = NULL WHERE id = ? AND backoff_until_ms IS NOT NULL").run(endpointId);
 }
 
-function clearTimeouts(db: SqliteDb, endpointId: string): void {
+export function clearTimeouts(db: SqliteDb, endpointId: string): void {
   statement(db, "UPDATE webhook_endpoints SET timeouts_in_row = 0, backoff_until_ms = NULL WHERE id = ? AND timeouts_in_row > 0").run(
     endpointId,
   );
 }
 
-function countTimeout(db: SqliteDb, endpointId: string): number | undefined {
+export function countTimeout(db: SqliteDb, endpointId: string): number | undefined {
   const count = statement(db, "UPDATE webhook_endpoints SET timeouts_in_row = timeouts_in_row + 1 WHERE id = ? RETURNING timeouts_in_row")
     .pluck(true)
     .get(endpointId) as bigint | undefined;
   return count === undefined ? undefined : toNumber(count);
 }
 
-function holdBack(db: SqliteDb, endpointId: string, untilMs: number): void {
+export function holdBack(db: SqliteDb, endpointId: string, untilMs: number): void {
   statement(db, "UPDATE webhook_endpoints SET backoff_until_ms = max(coalesce(backoff_until_ms, 0), ?) WHERE id = ?").run(
     untilMs,
     endpointId,
@@ -179,7 +182,7 @@ function holdBack(db: SqliteDb, endpointId: string, untilMs: number): void {
 }
 
 /** Enabled endpoints with PENDING deliveries, walked through the pending index one endpoint at a time (a skip scan). */
-function endpointsWithPending(db: SqliteDb): ClaimableEndpoint[] {
+export function endpointsWithPending(db: SqliteDb): ClaimableEndpoint[] {
   const rows = statement(
     db,
     `WITH RECURSIVE pending(endpoint_id) AS (
@@ -201,7 +204,7 @@ function endpointsWithPending(db: SqliteDb): ClaimableEndpoint[] {
 }
 
 /** Through webhook_deliveries_leased (domain/webhooks.ts leaseIsLive). */
-function sendsInFlight(db: SqliteDb, nowMs: number): EndpointSends[] {
+export function sendsInFlight(db: SqliteDb, nowMs: number): EndpointSends[] {
   const rows = statement(
     db,
     `SELECT d.endpoint_id, e.contract, count(*) AS n FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
@@ -211,7 +214,7 @@ function sendsInFlight(db: SqliteDb, nowMs: number): EndpointSends[] {
 }
 
 /** One indexed range read per endpoint: domain/webhooks.ts isDue, in dueOrder. */
-function dueDeliveries(db: SqliteDb, rooms: readonly EndpointRoom[], nowMs: number): DueCandidate[] {
+export function dueDeliveries(db: SqliteDb, rooms: readonly EndpointRoom[], nowMs: number): DueCandidate[] {
   const due = statement(
     db,
     `SELECT seq, next_attempt_at_ms FROM webhook_deliveries
@@ -234,7 +237,7 @@ interface ClaimRow extends ClaimText {
 }
 
 /** The writer is held since the rows were read (one IMMEDIATE transaction), so each is still due. */
-function leaseDeliveries(db: SqliteDb, seqs: readonly bigint[], nowMs: number, claimedUntilMs: number): ClaimedDelivery[] {
+export function leaseDeliveries(db: SqliteDb, seqs: readonly bigint[], nowMs: number, claimedUntilMs: number): ClaimedDelivery[] {
   const take = statement(db, "UPDATE webhook_deliveries SET claimed_until_ms = ?, claim_token = ? WHERE seq = ?");
   const read = statement(
     db,
@@ -250,17 +253,17 @@ function leaseDeliveries(db: SqliteDb, seqs: readonly bigint[], nowMs: number, c
   });
 }
 
-function renewLeases(db: SqliteDb, leases: readonly DeliveryLease[], claimedUntilMs: number): string[] {
+export function renewLeases(db: SqliteDb, leases: readonly DeliveryLease[], claimedUntilMs: number): string[] {
   const renew = statement(db, "UPDATE webhook_deliveries SET claimed_until_ms = ? WHERE id = ? AND claim_token = ? AND status = 'PENDING'");
   return leases.filter((held) => renew.run(claimedUntilMs, held.id, held.claimToken).changes > 0).map((held) => held.id);
 }
 
-function claimHeld(db: SqliteDb, lease: DeliveryLease): boolean {
+export function claimHeld(db: SqliteDb, lease: DeliveryLease): boolean {
   return statement(db, "SELECT 1 FROM webhook_deliveries WHERE id = ? AND claim_token = ?").get(lease.id, lease.claimToken) !== undefined;
 }
 
 /** Read, then written, inside the flow's IMMEDIATE transaction: the endpoint cannot change in between. */
-function storeAttempt(
+export function storeAttempt(
   db: SqliteDb,
   lease: DeliveryLease & { endpointId: string },
   attempt: DeliveryAttempt,
@@ -300,7 +303,7 @@ function toDelivery(row: DeliveryRow): WebhookDelivery {
   });
 }
 
-function listDeliveries(db: SqliteDb, endpointId: string, query: DeliveryQuery): DeliveryPage {
+export function listDeliveries(db: SqliteDb, endpointId: string, query: DeliveryQuery): DeliveryPage {
   const before = query.before === undefined ? null : BigInt(parseDeliveryPosition(query.before));
   const rows = statement(
     db,
@@ -313,7 +316,7 @@ function listDeliveries(db: SqliteDb, endpointId: string, query: DeliveryQuery):
   return { deliveries: page.map(toDelivery), next: more ? page[page.length - 1]!.seq.toString() : null };
 }
 
-function readDelivery(db: SqliteDb, contract: AddressKey, endpointId: string, deliveryId: string): WebhookDelivery | null {
+export function readDelivery(db: SqliteDb, contract: AddressKey, endpointId: string, deliveryId: string): WebhookDelivery | null {
   const row = statement(
     db,
     `SELECT ${DELIVERY_COLUMNS.split(", ")
@@ -325,7 +328,7 @@ function readDelivery(db: SqliteDb, contract: AddressKey, endpointId: string, de
   return row ? toDelivery(row) : null;
 }
 
-function requeueDelivery(db: SqliteDb, deliveryId: string, nowMs: number): void {
+export function requeueDelivery(db: SqliteDb, deliveryId: string, nowMs: number): void {
   statement(
     db,
     `UPDATE webhook_deliveries SET status = 'PENDING', next_attempt_at_ms = ?, finished_at_ms = NULL
@@ -333,7 +336,7 @@ function requeueDelivery(db: SqliteDb, deliveryId: string, nowMs: number): void 
   ).run(nowMs, deliveryId, nowMs);
 }
 
-function requeueFailed(db: SqliteDb, endpointId: string, sinceMs: number, nowMs: number, limit: number): number {
+export function requeueFailed(db: SqliteDb, endpointId: string, sinceMs: number, nowMs: number, limit: number): number {
   return statement(
     db,
     `UPDATE webhook_deliveries SET status = 'PENDING', tries = 0, next_attempt_at_ms = ?, finished_at_ms = NULL
@@ -341,7 +344,7 @@ function requeueFailed(db: SqliteDb, endpointId: string, sinceMs: number, nowMs:
   ).run(nowMs, endpointId, sinceMs, limit).changes;
 }
 
-function purgeDeliveries(db: SqliteDb, finishedBeforeMs: number, limit: number): number {
+export function purgeDeliveries(db: SqliteDb, finishedBeforeMs: number, limit: number): number {
   return statement(
     db,
     `DELETE FROM webhook_deliveries WHERE seq IN (
@@ -349,7 +352,7 @@ function purgeDeliveries(db: SqliteDb, finishedBeforeMs: number, limit: number):
   ).run(finishedBeforeMs, limit).changes;
 }
 
-function webhookBacklog(db: SqliteDb): WebhookBacklog {
+export function webhookBacklog(db: SqliteDb): WebhookBacklog {
   const row = statement(
     db,
     "SELECT count(*) AS pending, min(created_at_ms) AS oldest FROM webhook_deliveries WHERE status = 'PENDING'",
@@ -359,36 +362,3 @@ function webhookBacklog(db: SqliteDb): WebhookBacklog {
   };
   return { pending: toNumber(row.pending), oldestPendingCreatedAtMs: toNullableNumber(row.oldest) };
 }
-
-/** The webhook tables, over better-sqlite3. */
-export const webhooks = {
-  lockAndCountEndpoints,
-  insertEndpoint,
-  readEndpoint,
-  // The flows' IMMEDIATE transaction already holds the writer.
-  lockEndpoint: readEndpoint,
-  listEndpoints,
-  writeEndpoint,
-  deleteEndpoint,
-  rotateSecret,
-  disableEndpoint,
-  endBackoff,
-  clearTimeouts,
-  countTimeout,
-  holdBack,
-  insertDelivery,
-  readDelivery,
-  listDeliveries,
-  failPending,
-  requeueDelivery,
-  requeueFailed,
-  purgeDeliveries,
-  webhookBacklog,
-  endpointsWithPending,
-  sendsInFlight,
-  dueDeliveries,
-  leaseDeliveries,
-  renewLeases,
-  claimHeld,
-  storeAttempt,
-} satisfies WebhooksPort<SqliteDb, "sync">;
