@@ -3,7 +3,7 @@ import type { AddressKey } from "../../domain/address.js";
 import { DEFAULT_POINT_TYPES, type DefaultPointType, type PointType } from "../../domain/batch.js";
 import { assertInvariant } from "../../domain/errors.js";
 import type { Balance } from "../../domain/balance.js";
-import type { AccountsPort, Balances, BalanceWrite } from "../ports/accounts.js";
+import type { Balances, BalanceWrite } from "../ports/accounts.js";
 import type { StoredBatch } from "../ports/batches.js";
 import { toUnits, type Queryable } from "./db.js";
 
@@ -79,7 +79,7 @@ export async function lockBalance(db: Queryable, address: AddressKey, pointType:
  * Creates the row when there is none (a first credit). The table's CHECKs keep every counter
  * non-negative as a last line behind the domain's check.
  */
-async function writeBalance(db: Queryable, address: AddressKey, pointType: PointType, { change }: BalanceWrite): Promise<void> {
+export async function writeBalance(db: Queryable, address: AddressKey, pointType: PointType, { change }: BalanceWrite): Promise<void> {
   const deltas = [
     change.earnedCumulative ?? 0n,
     change.receivedCumulative ?? 0n,
@@ -112,7 +112,7 @@ async function writeBalance(db: Queryable, address: AddressKey, pointType: Point
  * the CHECKs); the sender row always exists, since it holds the batch's pendingSent.
  * Returns the number of accounts changed.
  */
-async function settleBatch(db: Queryable, batch: StoredBatch, { change: senderChange }: BalanceWrite): Promise<number> {
+export async function settleBatch(db: Queryable, batch: StoredBatch, { change: senderChange }: BalanceWrite): Promise<number> {
   // The finalize transition moves the total from pendingSent to finalizedSentCumulative; the
   // statement carries that one amount (the proposed row must pass the CHECKs, so no negatives).
   const moved = senderChange.finalizedSentCumulative ?? 0n;
@@ -138,12 +138,3 @@ async function settleBatch(db: Queryable, batch: StoredBatch, { change: senderCh
   });
   return Number(rows[0]!.accounts);
 }
-
-/** The accounts table for the ledger flows (src/ledger/), over pg. */
-export const accounts = {
-  lockBalance,
-  readBalance,
-  writeBalance,
-  settleBatch,
-  readBalances,
-} satisfies AccountsPort<Queryable, "async">;

@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
 import type { AssetEarnings } from "../ports/credits.js";
-import type { CreditsPort, NewCredit, StoredCredit } from "../ports/credits.js";
+import type { NewCredit, StoredCredit } from "../ports/credits.js";
 import { creditColumns } from "../rows.js";
 import { toUnits, type Queryable } from "./db.js";
 
@@ -9,7 +9,7 @@ import { toUnits, type Queryable } from "./db.js";
  * Stores the credit unless (address, creditId) is taken; false when it is. A concurrent credit
  * with the same id waits on this one's row, then sees it.
  */
-async function insertCredit(db: Queryable, credit: NewCredit): Promise<boolean> {
+export async function insertCredit(db: Queryable, credit: NewCredit): Promise<boolean> {
   const { rowCount } = await db.query({
     name: "pl-insert-credit",
     text: `INSERT INTO credits (address, credit_id, point_type, amount_units, created_at_ms, asset, block)
@@ -20,7 +20,10 @@ async function insertCredit(db: Queryable, credit: NewCredit): Promise<boolean> 
 }
 
 /** Adds a credit to its (address, point type, asset) aggregate and keeps the highest block. */
-async function addAssetEarnings(db: Queryable, { address, pointType, asset, amount, block }: NewCredit & { asset: string }): Promise<void> {
+export async function addAssetEarnings(
+  db: Queryable,
+  { address, pointType, asset, amount, block }: NewCredit & { asset: string },
+): Promise<void> {
   await db.query({
     name: "pl-add-asset-earnings",
     text: `INSERT INTO asset_earnings AS e (address, point_type, asset, earned_units, max_block) VALUES ($1, $2, $3, $4::numeric, $5)
@@ -50,7 +53,7 @@ export async function readAssetEarnings(db: Queryable, address: AddressKey): Pro
  * of one point type, and under READ COMMITTED the sum, taken after the lock, sees every credit
  * committed before it. Credits are admin operations, so summing their table is cheap enough.
  */
-async function supplyBefore(db: Queryable, credit: NewCredit): Promise<bigint> {
+export async function lockSupplyBefore(db: Queryable, credit: NewCredit): Promise<bigint> {
   await db.query({
     name: "pl-lock-supply",
     text: "SELECT pg_advisory_xact_lock(hashtext($1))",
@@ -64,7 +67,10 @@ async function supplyBefore(db: Queryable, credit: NewCredit): Promise<bigint> {
   return toUnits(rows[0]?.issued ?? "0") - credit.amount;
 }
 
-async function findCredit(db: Queryable, address: AddressKey, creditId: string): Promise<StoredCredit | undefined> {
+/** The supply is the sum of the credits (lockSupplyBefore), so there is nothing else to record. */
+export async function writeSupply(): Promise<void> {}
+
+export async function findCredit(db: Queryable, address: AddressKey, creditId: string): Promise<StoredCredit | undefined> {
   const { rows } = await db.query<{ point_type: PointType; amount_units: string; asset: string | null; block: string | null }>({
     name: "pl-find-credit",
     text: "SELECT point_type, amount_units, asset, block FROM credits WHERE address = $1 AND credit_id = $2",
@@ -79,14 +85,3 @@ async function findCredit(db: Queryable, address: AddressKey, creditId: string):
     block: row.block === null ? null : Number(row.block),
   };
 }
-
-/** The credits and asset earnings tables for src/ledger/credit.ts, over pg. */
-export const credits = {
-  insertCredit,
-  findCredit,
-  lockSupplyBefore: supplyBefore,
-  // The supply is the sum of the credits (supplyBefore), so there is nothing else to record.
-  writeSupply: async () => undefined,
-  addAssetEarnings,
-  readAssetEarnings,
-} satisfies CreditsPort<Queryable, "async">;

@@ -1,9 +1,9 @@
 import type { LedgerFlows, LedgerStore } from "../store.js";
-import { accounts } from "./accounts.js";
+import * as accounts from "./accounts.js";
 import * as apiKeys from "./api-keys.js";
 import * as auth from "./auth.js";
 import * as batches from "./batches.js";
-import { credits } from "./credits.js";
+import * as credits from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
 import { committedEventsOf, createPool, guard, guardEach, migrate, transaction, type PostgresOptions } from "./db.js";
 import { historyOperations } from "./history.js";

@@ -1,10 +1,10 @@
 import type { LedgerEvent } from "../../domain/events.js";
 import type { EventsAppendPort, LedgerDatabaseOf } from "../ports/ledger.js";
-import { accounts } from "./accounts.js";
+import * as accounts from "./accounts.js";
 import * as apiKeys from "./api-keys.js";
 import * as auth from "./auth.js";
 import * as batches from "./batches.js";
-import { credits } from "./credits.js";
+import * as credits from "./credits.js";
 import { isConnectionError, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
@@ -31,6 +31,8 @@ const events = {
 export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async"> {
   return {
     mode: "async",
+    // Each table file's exports are its port's primitives, checked here against LedgerPorts (no list of names kept
+    // beside the port's); projection, windowBoards and log are still objects of their files.
     ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log },
     transact: (work, options) => transaction(pool, work, options),
     read: (work) => work(pool),

@@ -58,6 +58,7 @@ function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactO
 export function sqliteLedger(current: () => SqliteDb): LedgerDatabaseOf<SqliteDb, "sync"> {
   return {
     mode: "sync",
+    // webhooks.ts's exports are its port's primitives, checked here against LedgerPorts (no list of names to keep twice).
     ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log },
     transact: (work, options) => transact(current(), work, options),
     read: (work) => work(current()),
