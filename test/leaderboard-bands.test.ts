@@ -6,6 +6,7 @@ import type { AddressKey } from "../src/domain/address.js";
 import { rankBandSql } from "../src/store/postgres/leaderboards.js";
 import { toTriple } from "../src/store/sqlite/db.js";
 import { MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
+import { attachProjection } from "../src/store/sqlite/projection-file.js";
 import { mulberry32 } from "./helpers/fault-proxy.js";
 import { DATABASE_URL_TEST } from "./helpers/postgres.js";
 
@@ -44,6 +45,7 @@ function sqliteBoards() {
   const db = new Database(":memory:");
   db.defaultSafeIntegers(true);
   for (const migration of MIGRATIONS) db.exec(migration.sql);
+  attachProjection(db, ":memory:", { prepare: true });
   return db;
 }
 
@@ -72,6 +74,7 @@ describe("rank bands", () => {
     const db = new Database(":memory:");
     db.defaultSafeIntegers(true);
     for (const migration of MIGRATIONS) db.exec(migration.sql);
+    attachProjection(db, ":memory:", { prepare: true });
     const insert = db.prepare("INSERT INTO board_entries (board, address, points_q, points_w, points_f) VALUES (1, ?, ?, ?, ?)");
     const addressOf = (i: number) => Buffer.from(i.toString(16).padStart(40, "0"), "hex");
     const all = amounts();

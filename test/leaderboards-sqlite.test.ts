@@ -8,6 +8,7 @@ import { DAY_MS, type DayWindow } from "../src/domain/leaderboard.js";
 import { UNITS_PER_POINT } from "../src/domain/points.js";
 import { createSqliteStore } from "../src/ledger/sqlite.js";
 import { toPair } from "../src/store/sqlite/db.js";
+import { projectionPathOf } from "../src/store/sqlite/projection-file.js";
 import { MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
 import type { LedgerStore } from "../src/store/store.js";
 import { compactHistorySuite, leaderboardsSuite, type HistoryTamper, type OldBatch, type WindowBoardRow } from "./leaderboards-suite.js";
@@ -34,9 +35,16 @@ function open(path: string): LedgerStore {
   return store;
 }
 
+/** A connection of its own to a ledger file and its projection file (src/store/sqlite/projection-file.ts). */
+function rawWithProjection(path: string): Database.Database {
+  const raw = new Database(path);
+  raw.prepare("ATTACH DATABASE ? AS projection").run(projectionPathOf(path));
+  return raw;
+}
+
 /** A connection of its own to a database file for one read or change, closed at once. */
 function withRaw<T>(path: string, use: (raw: Database.Database) => T): T {
-  const raw = new Database(path);
+  const raw = rawWithProjection(path);
   try {
     return use(raw);
   } finally {
@@ -196,9 +204,9 @@ describe("Window boards on SQLite", () => {
     const window: DayWindow = { fromDay: "2026-03-01", toDay: "2026-03-02", fromMs: t0, toMs: t0 + DAY_MS };
     const query = { contract, pointType: "PHASE2_POINTS", window, limit: 10, after: null, nowMs: t0 + 2 * DAY_MS };
     const expected = { throughMs: t0 + 5000, participants: 1, rows: [{ address: recipient, units: 3n * UNITS_PER_POINT }], more: false };
-    const other = new Database(path);
+    const other = rawWithProjection(path);
     try {
-      // Another process's write lock outlasts the busy timeout: the read answers, and asks for nothing.
+      // Another process's write lock on the projection file outlasts the busy timeout: the read answers, and asks for nothing.
       other.exec("BEGIN IMMEDIATE");
       expect(await store.readBoard(query)).toEqual(expected);
       other.exec("ROLLBACK");

@@ -117,6 +117,22 @@ function fsyncPath(path: string): void {
 }
 
 /**
+ * The copy is another copy of the ledger: a new ledger_id (SQLite migration 19), so a service
+ * started on it rebuilds the read models' projection file from its own batches rather than use a
+ * projection file left beside it by the live ledger, which may count batches the copy lacks
+ * (src/store/sqlite/projection-file.ts). A copy older than that migration gets it at its start.
+ */
+function newLedgerCopy(Database: typeof import("better-sqlite3"), path: string): void {
+  const copy = new Database(path);
+  try {
+    const hasId = copy.prepare("SELECT 1 FROM pragma_table_info('projection_state') WHERE name = 'ledger_id'").get() !== undefined;
+    if (hasId) copy.exec("UPDATE projection_state SET ledger_id = lower(hex(randomblob(16))), through_ms = 0");
+  } finally {
+    copy.close();
+  }
+}
+
+/**
  * Copies the SQLite database at `sourcePath` into `file`, through a temporary file renamed at
  * the end, so `file` is either the whole consistent copy or absent.
  */
@@ -131,6 +147,7 @@ async function backupSqlite(sourcePath: string, file: string): Promise<{ pages: 
     if (hasSchema === undefined) throw new UsageError(`${sourcePath} is not a points-ledger database (no schema_migrations table)`);
     const { version } = source.prepare("SELECT coalesce(max(version), 0) AS version FROM schema_migrations").get() as { version: number };
     const { totalPages } = await source.backup(partial, { progress: () => ALL_PAGES });
+    newLedgerCopy(Database, partial);
     fsyncPath(partial);
     renameSync(partial, file);
     fsyncPath(dirname(resolve(file)));

@@ -1,5 +1,5 @@
 import { SYSTEM_ACTOR } from "../domain/api-keys.js";
-import type { LeaderboardReads } from "../store/ports/leaderboards.js";
+import type { LeaderboardReads, ProjectionRunner } from "../store/ports/leaderboards.js";
 import type { LedgerDatabase } from "../store/ports/ledger.js";
 import type { LedgerOperations } from "../store/store.js";
 import { createApiKey, revokeApiKey } from "./api-keys.js";
@@ -7,7 +7,7 @@ import { cancelBatch } from "./cancel.js";
 import { credit } from "./credit.js";
 import { finalizeDue } from "./finalize.js";
 import { readBoard, readStanding } from "./leaderboards.js";
-import { applyProjection, buildWindowBoards } from "./projection.js";
+import { buildWindowBoards, cutProjection, NOTHING_APPLIED, passProjection } from "./projection.js";
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 import { webhookOperations } from "./webhooks.js";
@@ -15,13 +15,21 @@ import { appendToLog, logCheckpoint, logConsistencyProof, logInclusionProof } fr
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
- * submit, cancel, finalize, credit, operator change and API keys, the projection's steps, webhook
+ * submit, cancel, finalize, credit, operator change and API keys, the projection's steps (their
+ * writes where `projection` runs them: SQLite's own file, src/ledger/sqlite-projection.ts), webhook
  * endpoints and deliveries (./webhooks.ts), and the leaderboard reads (over `boards`, ./leaderboards.ts). Adapters supply the database; each
  * operation begins, reads, decides (src/domain/transitions.ts), writes, appends its events and
  * commits here. Each takes who acts; the store's callers that name no one (tools, tests) act as
  * the service itself. The HTTP routes and the CLI always name the actor.
  */
-export function ledgerOperations<Db, ReadDb>(database: LedgerDatabase<Db>, boards: LeaderboardReads<ReadDb>): LedgerOperations {
+export function ledgerOperations<Db, ReadDb>(
+  database: LedgerDatabase<Db>,
+  boards: LeaderboardReads<ReadDb>,
+  projection: ProjectionRunner = {
+    pass: async (cut) => passProjection(database, cut),
+    buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
+  },
+): LedgerOperations {
   return {
     submitBatch: async (batch, submittedBy = SYSTEM_ACTOR) => submitBatch(database, batch, submittedBy),
     cancelBatch: async (contract, batchId, nowMs, cancelledBy = SYSTEM_ACTOR) =>
@@ -31,8 +39,11 @@ export function ledgerOperations<Db, ReadDb>(database: LedgerDatabase<Db>, board
     setOperator: async (contract, operator, nowMs, actor = SYSTEM_ACTOR) => setOperator(database, contract, operator, nowMs, actor),
     createApiKey: async (apiKey) => createApiKey(database, apiKey),
     revokeApiKey: async (contract, id, nowMs, actor = SYSTEM_ACTOR) => revokeApiKey(database, contract, id, nowMs, actor),
-    applyProjection: async (limit, nowMs) => applyProjection(database, limit, nowMs),
-    buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
+    applyProjection: async (limit, nowMs) => {
+      const cut = await cutProjection(database, limit, nowMs);
+      return cut === null ? NOTHING_APPLIED : projection.pass(cut);
+    },
+    buildWindowBoards: async (limit) => projection.buildWindowBoards(limit),
     readBoard: async (query) => readBoard(boards, query),
     readStanding: async (contract, pointType, window, address, nowMs) => readStanding(boards, contract, pointType, window, address, nowMs),
     ...webhookOperations(database),

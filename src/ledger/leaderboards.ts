@@ -158,6 +158,14 @@ function* readThenRequest<Db, R>(
   return answer;
 }
 
+/**
+ * A window board asked for, in its own write transaction (the window's request after a read, run
+ * by the projection's writer where an adapter keeps it elsewhere: src/ledger/sqlite-projection.ts).
+ */
+export function requestWindowBoardIn<Db>(database: LeaderboardReads<Db>, request: WindowBoardRequest): void | Promise<void> {
+  return run(database, io(inWrite(database, (port, db) => requestWindowBoard(port, db, request))));
+}
+
 function run<Db, R>(database: LeaderboardReads<Db>, flow: Flow<R>): R | Promise<R> {
   return database.mode === "sync" ? runSync(flow) : runAsync(flow);
 }

@@ -3,33 +3,41 @@ import { inWindow, utcDayOf } from "../domain/leaderboard.js";
 import { WINDOW_DROP_ENTRIES_PER_BATCH } from "../domain/limits.js";
 import { projectionCut } from "../domain/projection.js";
 import type { LedgerDatabase } from "../store/ports/ledger.js";
-import type { ProjectionStep } from "../store/ports/leaderboards.js";
+import type { ProjectionCut, ProjectionStep } from "../store/ports/leaderboards.js";
 import { inTransaction, io } from "./flow.js";
 
-const NOTHING: ProjectionStep = { applied: 0, transfers: 0, throughMs: null, finalizedAtMs: [], more: false };
+export const NOTHING_APPLIED: ProjectionStep = { applied: 0, transfers: 0, throughMs: null, finalizedAtMs: [], more: false };
 
 /**
  * One step of the projection (domain/projection.ts): the read models catch up with the
  * finalizations, after them. Two transactions:
- * 1. the cut: the queue's head is read under the projection's lock (PostgreSQL: the state row FOR
- *    UPDATE, which waits for the finalizations in flight, each holding it FOR SHARE since it read
- *    the fence) and the fence is raised to the cut, so nothing can finalize at or before it later;
- * 2. the pass: the batches finalized by the cut are taken off the queue, applied, and through
- *    moves to the cut, in one transaction (a crash loses and doubles nothing); on PostgreSQL one
- *    instance at a time (an advisory lock, tried: the others skip this step).
- * Returns what the pass applied.
+ * 1. the cut (cutProjection): the queue's head is read under the projection's lock (PostgreSQL:
+ *    the state row FOR UPDATE, which waits for the finalizations in flight, each holding it FOR
+ *    SHARE since it read the fence) and the fence is raised to the cut, so nothing can finalize at
+ *    or before it later;
+ * 2. the pass (passProjection): the batches finalized by the cut and not applied yet are applied,
+ *    and through moves to the cut, in one transaction (a crash loses and doubles nothing); on
+ *    PostgreSQL one instance at a time (an advisory lock, tried: the others skip this step). On
+ *    SQLite the pass runs on the projection file's own connection, in a worker thread
+ *    (src/ledger/sqlite-projection.ts), after the cut has committed on the ledger's writer.
+ * ledgerOperations (./index.ts) runs the cut here and the pass where the adapter's ProjectionRunner says.
  */
-export async function applyProjection<Db>(database: LedgerDatabase<Db>, limit: number, nowMs: number): Promise<ProjectionStep> {
-  const { cut, more } = await inTransaction(database, function* (ports, db) {
+/** The step's first transaction, on the ledger's writer: the cut, and the fence raised to it (null: nothing to do). */
+export async function cutProjection<Db>(database: LedgerDatabase<Db>, limit: number, nowMs: number): Promise<ProjectionCut | null> {
+  return inTransaction(database, function* (ports, db) {
     const { throughMs, head } = yield* io(ports.projection.queueHead(db, limit + 1));
     const cutMs = projectionCut(head, limit, throughMs, nowMs);
-    if (cutMs !== null) yield* io(ports.projection.raiseFence(db, cutMs));
+    if (cutMs === null) return null;
+    yield* io(ports.projection.raiseFence(db, cutMs));
     // A full head may go on past a tie it ended in: one step more finds out.
-    return { cut: cutMs, more: cutMs !== null && (head.length > limit || head.some((atMs) => atMs > cutMs)) };
+    return { cutMs, more: head.length > limit || head.some((atMs) => atMs > cutMs) };
   });
-  if (cut === null) return NOTHING;
+}
+
+/** The step's second transaction: the batches queued up to the cut applied, and through moved to it. */
+export async function passProjection<Db>(database: LedgerDatabase<Db>, { cutMs: cut, more }: ProjectionCut): Promise<ProjectionStep> {
   return inTransaction(database, function* (ports, db) {
-    if (!(yield* io(ports.projection.claimApplier(db)))) return NOTHING;
+    if (!(yield* io(ports.projection.claimApplier(db)))) return NOTHING_APPLIED;
     const queued = yield* io(ports.projection.takeQueued(db, cut));
     let transfers = 0;
     let recipients = 0;

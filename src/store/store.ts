@@ -3,7 +3,7 @@ import type { ApiKeysStore } from "./ports/api-keys.js";
 import type { AuthStore } from "./ports/auth.js";
 import type { BatchesStore } from "./ports/batches.js";
 import type { EventsStore } from "./ports/events.js";
-import type { HistoryStore, LeaderboardReads, LeaderboardsStore } from "./ports/leaderboards.js";
+import type { HistoryStore, LeaderboardReads, LeaderboardsStore, ProjectionRunner } from "./ports/leaderboards.js";
 import type { LedgerDatabase } from "./ports/ledger.js";
 import type { SnapshotsStore } from "./ports/snapshots.js";
 import type { TransfersStore } from "./ports/transfers.js";
@@ -91,4 +91,8 @@ export type LedgerOperations = Pick<
  * The flows over one adapter's database, handed to the adapter by whoever composes a store
  * (src/ledger/sqlite.ts, postgres.ts): an adapter never imports the layer above it.
  */
-export type LedgerFlows = <Db, ReadDb>(database: LedgerDatabase<Db>, boards: LeaderboardReads<ReadDb>) => LedgerOperations;
+export type LedgerFlows = <Db, ReadDb>(
+  database: LedgerDatabase<Db>,
+  boards: LeaderboardReads<ReadDb>,
+  projection?: ProjectionRunner,
+) => LedgerOperations;

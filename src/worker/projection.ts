@@ -37,7 +37,9 @@ export interface ProjectionJobOptions {
  * While the finalizer drains a backlog the job steps mostly aside (the finalization is the
  * service's job; `through` falls behind and every answer says so): its steps then take at most
  * PROJECTION_BACKLOG_SHARE of the time, so it catches up soon after the drain, and at full speed
- * once the finalizer is idle.
+ * once the finalizer is idle. Where the store runs the passes on another thread (SQLite's
+ * worker, LeaderboardsStore.projectionAside) they take none of the finalizer's time: the job then
+ * runs at full speed beside a backlog too.
  */
 export class ProjectionJob {
   private stepSize: number;
@@ -118,7 +120,7 @@ export class ProjectionJob {
    * that keeps the job to its share of the time) or "defer" (skip it) while that wait lasts.
    */
   private async turn(): Promise<"run" | "defer" | "beside"> {
-    if (!(await this.backlog())) return "run";
+    if (this.store.projectionAside || !(await this.backlog())) return "run";
     return this.clock.now() < this.besideAtMs ? "defer" : "beside";
   }
 

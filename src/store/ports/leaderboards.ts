@@ -94,6 +94,12 @@ export interface LeaderboardsStore {
    */
   applyProjection(limit: number, nowMs: number): Promise<ProjectionStep>;
   /**
+   * True when the projection's writes run beside the ledger's writer, on another thread
+   * (src/ledger/sqlite-projection.ts): a pass then takes none of the finalizer's time, and the
+   * projection job need not step aside for a backlog (src/worker/projection.ts).
+   */
+  readonly projectionAside: boolean;
+  /**
    * One bounded step of the window job: adds up to `limit` batches to a window board being built
    * (or drops up to `limit` × WINDOW_DROP_ENTRIES_PER_BATCH entries of one being dropped). 0 when
    * there was nothing to do; otherwise `limit` (the job goes on to the next step).
@@ -106,6 +112,22 @@ export interface ProjectionState {
   queued: number;
   /** The earliest finalization time still queued; null when the queue is empty. */
   oldestQueuedMs: number | null;
+}
+
+/** Where a pass applies to (its through), and whether batches past it are queued already (src/ledger/projection.ts cutProjection). */
+export interface ProjectionCut {
+  cutMs: number;
+  more: boolean;
+}
+
+/**
+ * Where an adapter runs the projection's writes (src/ledger/projection.ts): a cut's pass and the
+ * window job's steps. By default on the ledger's own database; SQLite runs them on the projection
+ * file's connection, in a worker thread (src/ledger/sqlite-projection.ts).
+ */
+export interface ProjectionRunner {
+  pass(cut: ProjectionCut): Promise<ProjectionStep>;
+  buildWindowBoards(limit: number): Promise<number>;
 }
 
 export interface ProjectionStep {

@@ -31,6 +31,7 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
   const ledger = flows(postgresLedger(pool), postgresLeaderboardReads(pool));
   return {
     kind: "postgres",
+    projectionAside: false,
     ...guardEach(pool, ledger),
     migrate: () => run(() => migrate(pool)),
     ping: () => run(async () => void (await pool.query("SELECT 1"))),

@@ -315,3 +315,23 @@ export function migrate(db: SqliteDb): void {
   });
   apply.immediate();
 }
+
+/** An error as a worker thread sends it (structured clone keeps neither SqliteError's class nor InvariantViolation's). */
+export interface WireError {
+  name: string;
+  message: string;
+  code?: string;
+}
+
+export function toWireError(error: unknown): WireError {
+  const { name, message } = error instanceof Error ? error : new Error(String(error));
+  const code = (error as { code?: unknown } | null)?.code;
+  return { name, message, code: typeof code === "string" ? code : undefined };
+}
+
+/** The error a worker thread sent, as the class it had there: toStoreError then translates it as it would have. */
+export function fromWireError(wire: WireError): Error {
+  if (wire.code !== undefined && wire.code.startsWith("SQLITE_")) return new Database.SqliteError(wire.message, wire.code);
+  if (wire.name === "InvariantViolation") return new InvariantViolation(wire.message.replace(/^ledger invariant violated: /, ""));
+  return Object.assign(new Error(wire.message), { name: wire.name });
+}

@@ -4,6 +4,7 @@ import type { PointType } from "../../domain/batch.js";
 import { straddlingDayRead, straddlingDayUnits, type BatchStateAsOf } from "../../domain/history.js";
 import type { BalanceAsOf, HistoryReadPort, HistoryStore } from "../ports/leaderboards.js";
 import { fromTriple, statement, toNumber, type SqliteDb } from "./db.js";
+import { readProjectionFirst } from "./projection-file.js";
 import { ADDRESS_TEXT, addressBytes } from "./leaderboards.js";
 
 /**
@@ -88,14 +89,15 @@ function readStraddlingDay(db: SqliteDb, day: StraddlingDay, asOfMs: number): bi
   return straddlingDayUnits(read, fromTriple(day.amount_q, day.amount_w, day.amount_f), unitsOf(sums));
 }
 
-// The batches finalized by then that the projection has not applied yet (projection_queue: all
-// finalized after its through, so none of them is in received_daily): the address's transfers in
+// The batches finalized by then that the projection has not applied yet (projection_queue past
+// the projection file's through, so none of them is in received_daily): the address's transfers in
 // each, read from the batch's own rows (a scan of its transfers: the queue is short under normal
 // load, a second of batches).
 const queuedReceiptsSql = (range: Range["kind"]) =>
   `SELECT t.to_address AS address, b.point_type, ${LIMB_SUMS("t.amount_w", "t.amount_f")}
    FROM projection_queue q JOIN batches b ON b.seq = q.seq JOIN transfers t ON t.seq = q.seq
-   WHERE q.finalized_at_ms <= @asOf AND ${RANGE_SQL[range]("t.to_address")}
+   WHERE q.finalized_at_ms <= @asOf AND q.finalized_at_ms > (SELECT through_ms FROM projection_through WHERE id = 1)
+     AND ${RANGE_SQL[range]("t.to_address")}
    GROUP BY t.to_address, b.point_type`;
 
 /**
@@ -174,7 +176,10 @@ export function getBalancesAsOf<T extends PointType>(
   pointTypes: readonly T[],
   asOfMs: number,
 ): Record<T, Balance> {
-  const found = db.transaction(() => balancesInRange(db, new Set(pointTypes), { kind: "one", address }, asOfMs))();
+  const found = db.transaction(() => {
+    readProjectionFirst(db);
+    return balancesInRange(db, new Set(pointTypes), { kind: "one", address }, asOfMs);
+  })();
   const balances = {} as Record<T, Balance>;
   for (const pointType of pointTypes) balances[pointType] = found.get(`${address} ${pointType}`) ?? ZERO_BALANCE;
   return balances;

@@ -6,14 +6,28 @@ import { batches } from "./batches.js";
 import { credits } from "./credits.js";
 import { listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
 import { CommittedEvents } from "../committed-events.js";
-import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteOptions } from "./db.js";
+import { cachedWriteProbe, guardOperations, migrate, openDatabase, ReadOnlyRecovery, type SqliteDb, type SqliteOptions } from "./db.js";
 import { historyOperations } from "./history.js";
-import { projectionState, sqliteLeaderboardReads } from "./leaderboards.js";
+import { noteThrough, projectionState, sqliteLeaderboardReads } from "./leaderboards.js";
+import type { LeaderboardReadPort, ProjectionRunner } from "../ports/leaderboards.js";
+import { attachProjection, openProjectionConnection, readProjectionFirst } from "./projection-file.js";
 import { sqliteLedger } from "./ledger.js";
 import { pointTypes } from "./point-types.js";
 import { snapshotOperations } from "./snapshots.js";
 import { transfers } from "./transfers.js";
 import { verify } from "./verify.js";
+
+/** Where the projection's writes run (src/ledger/sqlite-projection.ts), given by the composer. */
+export interface SqliteProjection {
+  runner: ProjectionRunner;
+  /** True when a worker thread runs it (LeaderboardsStore.projectionAside). */
+  aside: boolean;
+  /** The window request's primitives, where another thread writes the projection file. */
+  requests?: Pick<LeaderboardReadPort<SqliteDb, "sync">, "requestWindowBoard" | "capWindowBoards">;
+  close(): Promise<void>;
+}
+
+export type SqliteProjectionOf = (options: SqliteOptions, connection: () => SqliteDb) => SqliteProjection;
 
 /**
  * The embedded SQLite adapter. better-sqlite3 is synchronous, so each operation below runs to
@@ -21,23 +35,64 @@ import { verify } from "./verify.js";
  * Every operation's SQLite errors leave translated (db.ts toStoreError): a full disk, a read-only
  * file or a held lock is StoreUnavailableError, which the HTTP layer answers 503 + Retry-After.
  * `flows` are the ledger's operations (src/ledger/), given by the composer (src/ledger/sqlite.ts).
+ * Two connections: the ledger's writer (`db`), and the projection's (`projectionDb`: the ledger
+ * with the projection file attached, projection-file.ts), opened at its first use, after the
+ * migrations, for the reads that join the two (boards, asOf, verify, the projection's state).
+ * The projection's writes run where `projectionOf` says; after each pass the writer's view of its
+ * through catches up (noteThrough), which the next cut starts from.
  */
-export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerStore {
+export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projectionOf: SqliteProjectionOf): LedgerStore {
   let db = openDatabase(options);
+  let projectionDb: SqliteDb | null = null;
+  const projectionConnection = (): SqliteDb => {
+    if (projectionDb?.open) return projectionDb;
+    if (options.path === ":memory:") {
+      attachProjection(db, options.path, { prepare: true });
+      projectionDb = db;
+    } else {
+      projectionDb = openProjectionConnection(options);
+    }
+    return projectionDb;
+  };
+  const projection = projectionOf(options, projectionConnection);
+  const runner: ProjectionRunner = {
+    pass: async (cut) => {
+      projectionConnection();
+      const step = await projection.runner.pass(cut);
+      if (step.throughMs !== null) db.transaction(() => noteThrough(db, step.throughMs!)).immediate();
+      return step;
+    },
+    buildWindowBoards: async (limit) => {
+      projectionConnection();
+      return projection.runner.buildWindowBoards(limit);
+    },
+  };
   const probeWrites = cachedWriteProbe(options.path);
   const recovery = new ReadOnlyRecovery(options);
   const committed = new CommittedEvents();
   // The flows (src/ledger/) run synchronously over it: each one whole inside one transaction.
   const ledger = flows(
     sqliteLedger(() => db),
-    sqliteLeaderboardReads(() => db),
+    sqliteLeaderboardReads(projectionConnection, projection.requests),
+    runner,
   );
   const store: LedgerStore = {
     kind: "sqlite",
+    projectionAside: projection.aside,
     ...ledger,
-    migrate: async () => migrate(db),
+    migrate: async () => {
+      migrate(db);
+      try {
+        projectionConnection();
+      } catch {
+        // A ledger this process cannot write (it still serves reads): the reads that need the
+        // projection file answer 503 until it can be opened (db.ts toStoreError).
+      }
+    },
     ping: async () => probeWrites(db),
     close: async () => {
+      await projection.close();
+      if (projectionDb?.open && projectionDb !== db) projectionDb.close();
       if (db.open) db.close();
     },
     getOperator: async (contract) => auth.readOperator(db, contract),
@@ -59,16 +114,23 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows): LedgerS
     getApiKey: async (contract, id) => apiKeys.readApiKey(db, contract, id),
     findApiKey: async (secretHash) => apiKeys.lookupApiKey(db, secretHash),
     recordApiKeyUses: async (uses) => db.transaction(() => apiKeys.writeLastUses(db, uses)).immediate(),
-    verify: async () => db.transaction(() => verify.verifyLedger(db))(),
+    verify: async () => {
+      const reader = projectionConnection();
+      return reader.transaction(() => {
+        readProjectionFirst(reader);
+        return verify.verifyLedger(reader);
+      })();
+    },
     // Replaced below: a subscription is synchronous, not a guarded database operation.
     onCommittedEvents: () => () => undefined,
     listEvents: async (query) => db.transaction(() => listEvents(db, query))(),
     purgeEvents: async (beforeMs, limit) => db.transaction(() => purgeEvents(db, beforeMs, limit)).immediate(),
     listTransfers: async (contract, query) => transfers.listTransfers(db, contract, query),
     listAccountBalances: async (query) => transfers.listAccountBalances(db, query),
-    ...snapshotOperations(options.path, () => db),
-    ...historyOperations(() => db),
-    projectionState: async () => projectionState(db),
+    // In memory, the one connection is the writer with the projection attached (its asOf pages read both).
+    ...snapshotOperations(options.path, () => (options.path === ":memory:" ? projectionConnection() : db)),
+    ...historyOperations(projectionConnection),
+    projectionState: async () => projectionState(projectionConnection()),
   };
   const guarded = guardOperations(
     store,

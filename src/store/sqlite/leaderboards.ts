@@ -145,11 +145,16 @@ function enqueue(db: SqliteDb, seq: string, finalizedAtMs: number): void {
   statement(db, "INSERT INTO projection_queue (finalized_at_ms, seq) VALUES (?, ?)").run(finalizedAtMs, BigInt(seq));
 }
 
-/** One connection, one writer: the transaction already excludes every other writer. */
+/**
+ * The ledger's writer, one transaction: the queue's batches past the ledger's view of through
+ * (projection_state.through_ms, ../projection-file.ts: it may lag the projection file's, never lead it).
+ */
 function queueHead(db: SqliteDb, limit: number): { throughMs: number; head: number[] } {
-  const throughMs = toNumber(statement(db, "SELECT through_ms FROM projection_state WHERE id = 1").pluck().get());
+  const throughMs = toNumber(statement(db, "SELECT through_ms FROM main.projection_state WHERE id = 1").pluck().get());
   const head = (
-    statement(db, "SELECT finalized_at_ms FROM projection_queue ORDER BY finalized_at_ms, seq LIMIT ?").pluck().all(limit) as bigint[]
+    statement(db, "SELECT finalized_at_ms FROM projection_queue WHERE finalized_at_ms > ? ORDER BY finalized_at_ms, seq LIMIT ?")
+      .pluck()
+      .all(throughMs, limit) as bigint[]
   ).map(toNumber);
   return { throughMs, head };
 }
@@ -158,13 +163,18 @@ function raiseFence(db: SqliteDb, fenceMs: number): void {
   statement(db, "UPDATE projection_state SET fence_ms = max(fence_ms, ?) WHERE id = 1").run(fenceMs);
 }
 
+/**
+ * The projection's connection: the queued batches past the file's through up to `throughMs`. The
+ * queue keeps them (it lists every FINALIZED batch, for a rebuild): the file's through, moved in
+ * the same transaction, is what says they are applied.
+ */
 function takeQueued(db: SqliteDb, throughMs: number): QueuedBatch[] {
   const rows = statement(
     db,
-    `SELECT b.* FROM projection_queue q JOIN batches b ON b.seq = q.seq WHERE q.finalized_at_ms <= ?
+    `SELECT b.* FROM projection_queue q JOIN batches b ON b.seq = q.seq
+     WHERE q.finalized_at_ms > (SELECT through_ms FROM projection_through WHERE id = 1) AND q.finalized_at_ms <= ?
      ORDER BY q.finalized_at_ms, q.seq`,
   ).all(throughMs) as BatchRow[];
-  statement(db, "DELETE FROM projection_queue WHERE finalized_at_ms <= ?").run(throughMs);
   return rows.map((row) => ({
     batch: toStoredBatch(row, fromPair(row.total_w, row.total_f)),
     finalizedAtMs: toNumber(row.finalized_at_ms),
@@ -234,11 +244,14 @@ function applyToWindows(db: SqliteDb, board: bigint, items: readonly QueuedBatch
   }
 }
 
+/** The projection file's through (the cut raised the ledger's fence to it before the pass). */
 function advanceThrough(db: SqliteDb, throughMs: number): void {
-  statement(db, "UPDATE projection_state SET through_ms = max(through_ms, ?), fence_ms = max(fence_ms, ?) WHERE id = 1").run(
-    throughMs,
-    throughMs,
-  );
+  statement(db, "UPDATE projection_through SET through_ms = max(through_ms, ?) WHERE id = 1").run(throughMs);
+}
+
+/** The ledger's writer, after a pass: its view of through (queueHead) catches up with the file's. */
+export function noteThrough(db: SqliteDb, throughMs: number): void {
+  statement(db, "UPDATE main.projection_state SET through_ms = max(through_ms, ?) WHERE id = 1").run(throughMs);
 }
 
 /** The projection's tables for the flows (src/ledger/projection.ts, finalize.ts), synchronously. */
@@ -253,11 +266,13 @@ export const projection = {
   advanceThrough,
 } satisfies ProjectionPort<SqliteDb, "sync">;
 
-/** The projection's through and queue, read outside any transaction. */
+/** The projection's through and the queued batches past it, read in one snapshot of the projection's connection. */
 export function projectionState(db: SqliteDb): ProjectionState {
   const [throughMs, queued, oldest] = statement(
     db,
-    "SELECT through_ms, (SELECT count(*) FROM projection_queue), (SELECT min(finalized_at_ms) FROM projection_queue) FROM projection_state WHERE id = 1",
+    `SELECT through_ms, (SELECT count(*) FROM projection_queue WHERE finalized_at_ms > through_ms),
+       (SELECT min(finalized_at_ms) FROM projection_queue WHERE finalized_at_ms > through_ms)
+     FROM projection_through WHERE id = 1`,
   )
     .raw(true)
     .get() as [bigint, bigint, bigint | null];
@@ -351,7 +366,7 @@ export const windowBoards = {
 
 /** The projection's through inside a read: what every answer of that read counts. */
 function readThrough(db: SqliteDb): number {
-  return toNumber(statement(db, "SELECT through_ms FROM projection_state WHERE id = 1").pluck().get());
+  return toNumber(statement(db, "SELECT through_ms FROM projection_through WHERE id = 1").pluck().get());
 }
 
 /** A window's board and its kept window board (window_boards_kept: at most one not dropping). */
@@ -534,7 +549,7 @@ function requestWindowBoard(db: SqliteDb, request: WindowBoardRequest): void {
   statement(
     db,
     `INSERT OR IGNORE INTO window_boards (board, from_ms, to_ms, state, created_at_ms, built_through_ms)
-     SELECT @board, @fromMs, @toMs, 'building', @nowMs, through_ms FROM projection_state WHERE id = 1`,
+     SELECT @board, @fromMs, @toMs, 'building', @nowMs, through_ms FROM projection_through WHERE id = 1`,
   ).run({ board: request.board, fromMs: request.fromMs, toMs: request.toMs, nowMs: request.nowMs });
 }
 
@@ -561,21 +576,28 @@ export const leaderboardReads = {
 } satisfies LeaderboardReadPort<SqliteDb, "sync">;
 
 /**
- * The leaderboard reads over the connection `current()` returns (index.ts may reopen it): a
- * snapshot is one deferred read transaction (WAL: it sees one commit and blocks no writer); a
- * window board's request one IMMEDIATE transaction.
+ * The leaderboard reads over the projection's connection `current()` returns (the ledger with the
+ * projection file attached, projection-file.ts): a snapshot is one deferred read transaction (WAL:
+ * it sees one commit of each file and blocks no writer; its first read is the projection file's
+ * through, so the ledger's rows it reads after are at least as new); a window board's request one
+ * DEFERRED transaction, which writes the projection file alone. `requests` replaces the request's
+ * primitives where another thread writes the projection file (src/ledger/sqlite-projection.ts):
+ * then nothing here writes.
  */
-export function sqliteLeaderboardReads(current: () => SqliteDb): LeaderboardReadsOf<SqliteDb, "sync"> {
+export function sqliteLeaderboardReads(
+  current: () => SqliteDb,
+  requests?: Pick<LeaderboardReadPort<SqliteDb, "sync">, "requestWindowBoard" | "capWindowBoards">,
+): LeaderboardReadsOf<SqliteDb, "sync"> {
   return {
     mode: "sync",
-    port: leaderboardReads,
+    port: requests ? { ...leaderboardReads, ...requests } : leaderboardReads,
     snapshot: (work) => {
       const db = current();
       return db.transaction(() => work(db))();
     },
     transact: (work) => {
       const db = current();
-      return db.transaction(() => work(db)).immediate();
+      return requests ? work(db) : db.transaction(() => work(db)).deferred();
     },
     isUnavailable: (error) => toStoreError(error) instanceof StoreUnavailableError,
   };

@@ -32,10 +32,15 @@ class Rollback<R> {
 }
 
 /**
- * One IMMEDIATE transaction (the write lock taken at BEGIN, so a read inside cannot be
- * invalidated by another process's write); a result commitIf refuses is rolled back.
+ * How a connection begins its write transactions: the ledger's writer IMMEDIATE (the write lock
+ * taken at BEGIN, so a read inside cannot be invalidated by another process's write); the
+ * projection's connection DEFERRED, since IMMEDIATE would lock every attached file and it writes
+ * only its own (projection-file.ts), with one writer of it per process.
  */
-function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactOptions<R> = {}): R {
+export type Begin = "immediate" | "deferred";
+
+/** One transaction begun as `begin` says; a result commitIf refuses is rolled back. */
+function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactOptions<R> = {}, begin: Begin = "immediate"): R {
   try {
     return db
       .transaction(() => {
@@ -43,7 +48,7 @@ function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactO
         if (options.commitIf && !options.commitIf(result)) throw new Rollback(result);
         return result;
       })
-      .immediate();
+      [begin]();
   } catch (error) {
     if (error instanceof Rollback) return (error as Rollback<R>).result;
     throw error;
@@ -55,12 +60,12 @@ function transact<R>(db: SqliteDb, work: (db: SqliteDb) => R, options: TransactO
  * completion inside one transaction. `current` is the open connection (index.ts swaps it when
  * SQLite kept one read-only).
  */
-export function sqliteLedger(current: () => SqliteDb): LedgerDatabaseOf<SqliteDb, "sync"> {
+export function sqliteLedger(current: () => SqliteDb, begin: Begin = "immediate"): LedgerDatabaseOf<SqliteDb, "sync"> {
   return {
     mode: "sync",
     // webhooks.ts's exports are its port's primitives, checked here against LedgerPorts (no list of names to keep twice).
     ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log },
-    transact: (work, options) => transact(current(), work, options),
+    transact: (work, options) => transact(current(), work, options, begin),
     read: (work) => work(current()),
     finalizePass: (work) => {
       const db = current();

@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { AddressKey } from "../../domain/address.js";
 import type { PointType } from "../../domain/batch.js";
@@ -15,6 +14,7 @@ import type { SnapshotCreateResult, SnapshotPublication, SnapshotsStore } from "
 import { toBalance, type AccountRow } from "./accounts.js";
 import { statement, toNullableNumber, toNumber, type SqliteDb } from "./db.js";
 import { appendEvents } from "./events.js";
+import { openReadOnlyWithProjection, readProjectionFirst } from "./projection-file.js";
 import { history } from "./history.js";
 
 /** Account rows read between two yields to the event loop (≈ 10-20 ms of work). */
@@ -48,10 +48,11 @@ export async function readSnapshotHoldings(
     })();
     return holdings;
   }
-  const reader = new Database(path, { readonly: true, fileMustExist: true });
+  const reader = openReadOnlyWithProjection(path);
   try {
     reader.pragma(`busy_timeout = ${READER_BUSY_TIMEOUT_MS}`);
     reader.exec("BEGIN");
+    readProjectionFirst(reader);
     for (let after: string | null = ""; after !== null;) {
       after = page(reader, after);
       await yieldToEventLoop();

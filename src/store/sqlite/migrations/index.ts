@@ -13,7 +13,7 @@ export interface Migration {
   sql: string;
 }
 
-const amount = (prefix: string) =>
+export const amount = (prefix: string) =>
   `${prefix}_w INTEGER NOT NULL DEFAULT 0 CHECK (typeof(${prefix}_w) = 'integer' AND ${prefix}_w >= 0),
    ${prefix}_f INTEGER NOT NULL DEFAULT 0 CHECK (typeof(${prefix}_f) = 'integer' AND ${prefix}_f >= 0 AND ${prefix}_f < 1000000000000)`;
 
@@ -23,7 +23,7 @@ const amount = (prefix: string) =>
  * not zero (a one-digit limb takes its second digit from the next limb, zero-padded). No printf
  * of the whole amount: this runs for every row a finalization ranks.
  */
-const rankBand = (row: string) => {
+export const rankBand = (row: string) => {
   const [q, w, f] = [`${row}.points_q`, `${row}.points_w`, `${row}.points_f`];
   return `(CASE
     WHEN ${q} > 0 THEN (length(${q}) + 30) * 100 + (CASE WHEN ${q} >= 10 THEN CAST(substr(${q}, 1, 2) AS INTEGER) ELSE ${q} * 10 + ${w} / 100000000000000000 END)
@@ -626,6 +626,34 @@ export const MIGRATIONS: Migration[] = [
         checkpoint_at_ms INTEGER
       );
       INSERT INTO log_state (id, size, position_seq) VALUES (1, 0, 0);
+    `,
+  },
+  {
+    // The read models move to a file of their own (../projection-file.ts), written by the
+    // projection's worker thread on the second core: the ledger's writer no longer waits for a
+    // pass (docs/performance.md "The projection's own file"). Their tables leave this file; the
+    // queue now keeps every FINALIZED batch (the passes no longer delete it: a projection file
+    // that is missing or stale is rebuilt from it), projection_state.through_ms becomes this
+    // file's view of the projection file's through, and ledger_id names this copy of the ledger
+    // (a backup's copy gets a new one, so a projection file built for another copy is rebuilt).
+    version: 19,
+    name: "projection_in_its_own_file",
+    sql: `
+      DROP TRIGGER board_bands_on_insert;
+      DROP TRIGGER board_bands_on_update;
+      DROP TRIGGER window_bands_on_insert;
+      DROP TRIGGER window_bands_on_update;
+      DROP TABLE board_entries;
+      DROP TABLE board_bands;
+      DROP TABLE received_daily;
+      DROP TABLE window_entries;
+      DROP TABLE window_bands;
+      DROP TABLE window_batches;
+      DROP TABLE window_boards;
+      DROP TABLE boards;
+      ALTER TABLE projection_state ADD COLUMN ledger_id TEXT NOT NULL DEFAULT '';
+      UPDATE projection_state SET through_ms = 0, ledger_id = lower(hex(randomblob(16)));
+      INSERT OR IGNORE INTO projection_queue (finalized_at_ms, seq) SELECT finalized_at_ms, seq FROM batches WHERE status = 'FINALIZED';
     `,
   },
 ];

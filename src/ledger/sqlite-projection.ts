@@ -1,0 +1,115 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { ProjectionCut, ProjectionStep, WindowBoardRequest } from "../store/ports/leaderboards.js";
+import { fromWireError, type SqliteDb, type SqliteOptions, type WireError } from "../store/sqlite/db.js";
+import type { SqliteProjection } from "../store/sqlite/index.js";
+import { sqliteLedger } from "../store/sqlite/ledger.js";
+import { buildWindowBoards, passProjection } from "./projection.js";
+
+/**
+ * Where SQLite runs the projection's writes (docs/performance.md "The projection's own file"):
+ * the projection file (src/store/sqlite/projection-file.ts) is written by a worker thread with a
+ * connection of its own, so a pass takes the second core and never holds the event loop the
+ * ledger's writer and the requests share. The ledger's writer only cuts (src/ledger/projection.ts
+ * cutProjection: the fence raised, committed) and then hands the cut over; the thread's snapshot
+ * of the ledger begins after that commit, so it sees every batch the cut covers. A window board's
+ * request after a read goes to the thread as well (the read itself stays on the main thread's
+ * projection connection, read-only). An in-memory database (one connection) and a run from the
+ * TypeScript sources (no compiled worker file, as under the test runner) run the same flows inline
+ * on the main thread's projection connection instead.
+ */
+const WORKER_URL = new URL("./sqlite-projection-worker.js", import.meta.url);
+
+/** One call to the thread (./sqlite-projection-worker.ts). */
+export type ProjectionCall =
+  { kind: "pass"; cut: ProjectionCut } | { kind: "windows"; limit: number } | { kind: "request"; request: WindowBoardRequest };
+
+export function sqliteProjection(options: SqliteOptions, connection: () => SqliteDb): SqliteProjection {
+  if (options.path === ":memory:" || !existsSync(fileURLToPath(WORKER_URL))) return inlineProjection(connection);
+  const thread = new ProjectionThread(options);
+  return {
+    aside: true,
+    runner: {
+      pass: async (cut) => (await thread.call({ kind: "pass", cut })) as ProjectionStep,
+      buildWindowBoards: async (limit) => (await thread.call({ kind: "windows", limit })) as number,
+    },
+    requests: {
+      // Asked of the thread without waiting: the read's answer is exact without it, and a request
+      // that fails is asked again by the window's next read. The thread's request caps as well.
+      requestWindowBoard: (_db, request) => {
+        thread.call({ kind: "request", request }).catch(() => undefined);
+      },
+      capWindowBoards: () => undefined,
+    },
+    close: () => thread.close(),
+  };
+}
+
+function inlineProjection(connection: () => SqliteDb): SqliteProjection {
+  const database = sqliteLedger(connection, "deferred");
+  return {
+    aside: false,
+    runner: {
+      pass: async (cut) => passProjection(database, cut),
+      buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
+    },
+    close: async () => undefined,
+  };
+}
+
+interface Pending {
+  resolve: (result: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * The worker thread, started at its first call and again after it died (its calls then fail
+ * with the reason; the projection job retries at its next run). Referenced only while a call is
+ * pending, so it never keeps a process alive that has nothing else to do.
+ */
+class ProjectionThread {
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private closed = false;
+
+  constructor(private readonly options: SqliteOptions) {}
+
+  call(call: ProjectionCall): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error("the projection's thread is closed"));
+    const worker = this.worker ?? this.spawn();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.ref();
+      worker.postMessage({ id, call });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.worker?.terminate();
+  }
+
+  private spawn(): Worker {
+    const worker = new Worker(WORKER_URL, { workerData: { options: this.options } });
+    this.worker = worker;
+    worker.on("message", ({ id, result, error }: { id: number; result?: unknown; error?: WireError }) => {
+      const pending = this.pending.get(id);
+      this.pending.delete(id);
+      if (this.pending.size === 0) worker.unref();
+      if (error) pending?.reject(fromWireError(error));
+      else pending?.resolve(result);
+    });
+    const fail = (error: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = null;
+      for (const pending of this.pending.values()) pending.reject(error);
+      this.pending.clear();
+    };
+    worker.on("error", fail);
+    worker.on("exit", (code) => fail(new Error(`the projection's thread exited with code ${code}`)));
+    return worker;
+  }
+}
