@@ -11,6 +11,7 @@ import { toPair } from "../src/store/sqlite/db.js";
 import { projectionPathOf } from "../src/store/sqlite/projection-file.js";
 import { MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
 import type { LedgerStore } from "../src/store/store.js";
+import { builtSqliteStore, NO_BUILT_STORE } from "./helpers/app-over-store.js";
 import { compactHistorySuite, leaderboardsSuite, type HistoryTamper, type OldBatch, type WindowBoardRow } from "./leaderboards-suite.js";
 
 /** The schema version that added the leaderboards (and history_backfill). */
@@ -28,8 +29,8 @@ afterAll(async () => {
 let databases = 0;
 /** Each fresh store's database file, for windowBoards and raiseWindowEntries. */
 const paths = new Map<LedgerStore, string>();
-function open(path: string): LedgerStore {
-  const store = createSqliteStore({ path, synchronous: "NORMAL" });
+function open(path: string, create = createSqliteStore): LedgerStore {
+  const store = create({ path, synchronous: "NORMAL" });
   stores.push(store);
   paths.set(store, path);
   return store;
@@ -107,23 +108,40 @@ function writeOldDatabase(path: string, batches: readonly OldBatch[], version = 
   }
 }
 
-leaderboardsSuite("Leaderboards on SQLite", {
-  duplicateRecipients: true,
-  freshStore: async () => {
-    const store = open(join(directory, `fresh-${databases++}.db`));
-    await store.migrate();
-    return store;
-  },
-  oldStores: async (batches) => {
-    const path = join(directory, `old-${databases++}.db`);
-    writeOldDatabase(path, batches);
-    return [open(path), open(path)];
-  },
-  windowBoards: async (store) => windowBoardsOf(paths.get(store)!),
-  shiftWindowEntries: async (store, points) => {
-    withRaw(paths.get(store)!, (raw) => raw.prepare("UPDATE window_entries SET points_w = points_w + ?").run(points));
-  },
-});
+/**
+ * The suite over a store of `create`: the sources' (under the test runner the projection runs
+ * inline, src/ledger/sqlite-projection.ts) or the built one, whose projection runs in its worker
+ * thread as a server's does.
+ */
+function sqliteLeaderboards(name: string, create: typeof createSqliteStore) {
+  leaderboardsSuite(name, {
+    duplicateRecipients: true,
+    freshStore: async () => {
+      const store = open(join(directory, `fresh-${databases++}.db`), create);
+      await store.migrate();
+      return store;
+    },
+    oldStores: async (batches) => {
+      const path = join(directory, `old-${databases++}.db`);
+      writeOldDatabase(path, batches);
+      return [open(path, create), open(path, create)];
+    },
+    windowBoards: async (store) => windowBoardsOf(paths.get(store)!),
+    shiftWindowEntries: async (store, points) => {
+      withRaw(paths.get(store)!, (raw) => raw.prepare("UPDATE window_entries SET points_w = points_w + ?").run(points));
+    },
+  });
+}
+
+sqliteLeaderboards("Leaderboards on SQLite", createSqliteStore);
+
+const built = await builtSqliteStore();
+if (built) sqliteLeaderboards("Leaderboards on SQLite, the projection in its worker thread (the built store)", built);
+else {
+  describe.skip(`Leaderboards on SQLite, the projection in its worker thread: ${NO_BUILT_STORE}`, () => {
+    it("skipped", () => undefined);
+  });
+}
 
 compactHistorySuite("Compact boards and daily receipts on SQLite", {
   version: COMPACT_BOARDS_VERSION,
@@ -217,4 +235,86 @@ describe("Window boards on SQLite", () => {
     expect(await store.readBoard(query)).toEqual(expected);
     expect(windowBoardsOf(path).boards).toEqual([{ fromMs: t0, toMs: t0 + DAY_MS, state: "building", batches: 0 }]);
   }, 30_000);
+});
+
+describe("The projection's own file on SQLite", () => {
+  const t0 = Date.UTC(2026, 4, 1);
+  const contract = `0x${"ab".repeat(20)}` as AddressKey;
+  const recipients = [`0x${"01".repeat(20)}`, `0x${"02".repeat(20)}`, `0x${"03".repeat(20)}`] as AddressKey[];
+  const allTime: DayWindow = { fromDay: null, toDay: null, fromMs: null, toMs: null };
+  const boardOf = (store: LedgerStore) =>
+    store.readBoard({ contract, pointType: "PHASE2_POINTS", window: allTime, limit: 10, after: null, nowMs: t0 + DAY_MS });
+
+  /** A ledger with three finalized batches, applied; its board as read then. */
+  async function ledgerWithBoard(path: string) {
+    const store = open(path);
+    await store.migrate();
+    await store.credit({
+      address: contract,
+      creditId: "fund",
+      pointType: "PHASE2_POINTS",
+      amount: 100n * UNITS_PER_POINT,
+      createdAtMs: t0,
+    });
+    for (let i = 0; i < 3; i++) {
+      const transfers = recipients.slice(i).map((toAddress, k) => ({ toAddress, amount: BigInt(k + i + 1) * UNITS_PER_POINT }));
+      const total = transfers.reduce((sum, transfer) => sum + transfer.amount, 0n);
+      const submitted = await store.submitBatch({
+        contract,
+        batchId: `b${i}`,
+        pointType: "PHASE2_POINTS",
+        transfers,
+        total,
+        secondsToFinalize: 1,
+        createdAtMs: t0 + i * 1000,
+      });
+      expect(submitted.kind).toBe("accepted");
+    }
+    expect(await store.finalizeDue(t0 + 10_000, 10)).toHaveLength(3);
+    while ((await store.applyProjection(10, t0 + 10_000)).more);
+    const board = await boardOf(store);
+    expect(board.participants).toBe(3);
+    expect(board.throughMs).toBeGreaterThanOrEqual(t0 + 4000);
+    await store.close();
+    return board;
+  }
+
+  /** Applies every queued batch; the board then, and verify's findings. */
+  async function caughtUp(store: LedgerStore) {
+    for (let steps = 0; (await store.projectionState()).queued > 0 && steps < 10; steps++) await store.applyProjection(10, t0 + 10_000);
+    return { board: await boardOf(store), violations: await store.verify() };
+  }
+
+  it("rebuilds a missing projection file from the queue, which keeps every FINALIZED batch", async () => {
+    const path = join(directory, `rebuilt-${databases++}.db`);
+    const before = await ledgerWithBoard(path);
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${projectionPathOf(path)}${suffix}`, { force: true });
+    const store = open(path);
+    await store.migrate();
+    expect(await store.projectionState()).toMatchObject({ throughMs: 0, queued: 3 });
+    expect(await boardOf(store)).toMatchObject({ throughMs: 0, participants: 0, rows: [] });
+    expect(await caughtUp(store)).toEqual({ board: before, violations: [] });
+  });
+
+  it("rebuilds a projection file built for another copy of the ledger (a backup's copy has a new ledger_id), and keeps its own", async () => {
+    const path = join(directory, `original-${databases++}.db`);
+    const before = await ledgerWithBoard(path);
+    const copy = join(directory, `copy-${databases++}.db`);
+    const restored = join(directory, `restored-${databases++}.db`);
+    for (const target of [copy, restored]) {
+      withRaw(path, (raw) => raw.prepare("VACUUM main INTO ?").run(target));
+      withRaw(path, (raw) => raw.prepare("VACUUM projection INTO ?").run(projectionPathOf(target)));
+    }
+    // A copy of both files together is the same ledger: its projection file is used as it is.
+    const same = open(copy);
+    await same.migrate();
+    expect(await same.projectionState()).toMatchObject({ throughMs: before.throughMs, queued: 0 });
+    expect(await boardOf(same)).toEqual(before);
+    // A backup's copy is another ledger (ops-commands.ts newLedgerCopy): the file beside it is emptied and rebuilt.
+    withRaw(restored, (raw) => raw.exec("UPDATE main.projection_state SET ledger_id = lower(hex(randomblob(16))), through_ms = 0"));
+    const store = open(restored);
+    await store.migrate();
+    expect(await store.projectionState()).toMatchObject({ throughMs: 0, queued: 3 });
+    expect(await caughtUp(store)).toEqual({ board: before, violations: [] });
+  });
 });

@@ -2,8 +2,8 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { ProjectionCut, ProjectionStep, WindowBoardRequest } from "../store/ports/leaderboards.js";
-import { fromWireError, type SqliteDb, type SqliteOptions, type WireError } from "../store/sqlite/db.js";
-import type { SqliteProjection } from "../store/sqlite/index.js";
+import { fromWireError, type SqliteOptions, type WireError } from "../store/sqlite/db.js";
+import type { ProjectionConnection, SqliteProjection } from "../store/sqlite/index.js";
 import { sqliteLedger } from "../store/sqlite/ledger.js";
 import { buildWindowBoards, passProjection } from "./projection.js";
 
@@ -25,10 +25,11 @@ const WORKER_URL = new URL("./sqlite-projection-worker.js", import.meta.url);
 export type ProjectionCall =
   { kind: "pass"; cut: ProjectionCut } | { kind: "windows"; limit: number } | { kind: "request"; request: WindowBoardRequest };
 
-export function sqliteProjection(options: SqliteOptions, connection: () => SqliteDb): SqliteProjection {
+export function sqliteProjection(options: SqliteOptions, connection: ProjectionConnection): SqliteProjection {
   if (options.path === ":memory:" || !existsSync(fileURLToPath(WORKER_URL))) return inlineProjection(connection);
   const thread = new ProjectionThread(options);
   return {
+    connection,
     aside: true,
     runner: {
       pass: async (cut) => (await thread.call({ kind: "pass", cut })) as ProjectionStep,
@@ -42,19 +43,23 @@ export function sqliteProjection(options: SqliteOptions, connection: () => Sqlit
       },
       capWindowBoards: () => undefined,
     },
-    close: () => thread.close(),
+    close: async () => {
+      await thread.close();
+      connection.close();
+    },
   };
 }
 
-function inlineProjection(connection: () => SqliteDb): SqliteProjection {
+function inlineProjection(connection: ProjectionConnection): SqliteProjection {
   const database = sqliteLedger(connection, "deferred");
   return {
+    connection,
     aside: false,
     runner: {
       pass: async (cut) => passProjection(database, cut),
       buildWindowBoards: async (limit) => buildWindowBoards(database, limit),
     },
-    close: async () => undefined,
+    close: async () => connection.close(),
   };
 }
 

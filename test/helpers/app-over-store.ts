@@ -3,9 +3,10 @@
  * file with a logger the test captures. createTestApp (./http.ts) covers the common SQLite case.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { loadConfig, type Config } from "../../src/config.js";
 import { buildApp } from "../../src/http/app.js";
@@ -41,10 +42,10 @@ export async function buildAppOverStore(store: LedgerStore, databaseUrl: string,
 }
 
 /** A SQLite store on a fresh temporary file, and how to remove it. */
-export function temporarySqliteStore(): { store: LedgerStore; databaseUrl: string; remove(): Promise<void> } {
+export function temporarySqliteStore(create = createSqliteStore): { store: LedgerStore; databaseUrl: string; remove(): Promise<void> } {
   const dir = mkdtempSync(join(tmpdir(), "points-ledger-store-app-"));
   const path = join(dir, "ledger.db");
-  const store = createSqliteStore({ path, synchronous: "NORMAL" });
+  const store = create({ path, synchronous: "NORMAL" });
   return {
     store,
     databaseUrl: `sqlite:${path}`,
@@ -53,4 +54,16 @@ export function temporarySqliteStore(): { store: LedgerStore; databaseUrl: strin
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The built store (dist/), whose projection runs in its worker thread as a server's does (src/ledger/sqlite-projection.ts). */
+const BUILT_SQLITE_STORE = new URL("../../dist/src/ledger/sqlite.js", import.meta.url);
+
+/** Why suites of the built store skip: no build in dist/. */
+export const NO_BUILT_STORE = "no build in dist/ (`npm run build`, which `npm test` runs first)";
+
+/** createSqliteStore of the built store, or null when nothing is built. */
+export async function builtSqliteStore(): Promise<typeof createSqliteStore | null> {
+  if (!existsSync(fileURLToPath(BUILT_SQLITE_STORE))) return null;
+  return ((await import(BUILT_SQLITE_STORE.href)) as { createSqliteStore: typeof createSqliteStore }).createSqliteStore;
 }

@@ -19,6 +19,8 @@ import { verify } from "./verify.js";
 
 /** Where the projection's writes run (src/ledger/sqlite-projection.ts), given by the composer. */
 export interface SqliteProjection {
+  /** The main thread's projection connection (reads; the passes too when they run inline). */
+  connection: ProjectionConnection;
   runner: ProjectionRunner;
   /** True when a worker thread runs it (LeaderboardsStore.projectionAside). */
   aside: boolean;
@@ -27,7 +29,68 @@ export interface SqliteProjection {
   close(): Promise<void>;
 }
 
-export type SqliteProjectionOf = (options: SqliteOptions, connection: () => SqliteDb) => SqliteProjection;
+export type SqliteProjectionOf = (options: SqliteOptions, connection: ProjectionConnection) => SqliteProjection;
+
+/** The projection's connection (projection-file.ts), opened at its first use; in memory, the writer itself with the projection attached. */
+export interface ProjectionConnection {
+  (): SqliteDb;
+  close(): void;
+}
+
+function projectionOpener(options: SqliteOptions, writer: () => SqliteDb): ProjectionConnection {
+  let projectionDb: SqliteDb | null = null;
+  const connection = (): SqliteDb => {
+    if (projectionDb?.open) return projectionDb;
+    if (options.path === ":memory:") {
+      attachProjection(writer(), options.path, { prepare: true });
+      projectionDb = writer();
+    } else {
+      projectionDb = openProjectionConnection(options);
+    }
+    return projectionDb;
+  };
+  return Object.assign(connection, {
+    close: () => {
+      if (projectionDb?.open && projectionDb !== writer()) projectionDb.close();
+    },
+  });
+}
+
+/** The projection's runner, the projection file's connection opened first and the writer's view of through moved after each pass. */
+function afterEachPass(projection: SqliteProjection, writer: () => SqliteDb): ProjectionRunner {
+  return {
+    pass: async (cut) => {
+      projection.connection();
+      const step = await projection.runner.pass(cut);
+      const db = writer();
+      if (step.throughMs !== null) db.transaction(() => noteThrough(db, step.throughMs!)).immediate();
+      return step;
+    },
+    buildWindowBoards: async (limit) => {
+      projection.connection();
+      return projection.runner.buildWindowBoards(limit);
+    },
+  };
+}
+
+/** The ledger's migrations, then its projection file made ready (projection-file.ts attachProjection). */
+function migrateWithProjection(db: SqliteDb, projectionConnection: ProjectionConnection): void {
+  migrate(db);
+  try {
+    projectionConnection();
+  } catch {
+    // A ledger this process cannot write (it still serves reads): the reads that need the
+    // projection file answer 503 until it can be opened (db.ts toStoreError).
+  }
+}
+
+/** verify over the ledger and its projection file, in one read transaction that reads the projection file first. */
+function verifyWithProjection(reader: SqliteDb) {
+  return reader.transaction(() => {
+    readProjectionFirst(reader);
+    return verify.verifyLedger(reader);
+  })();
+}
 
 /**
  * The embedded SQLite adapter. better-sqlite3 is synchronous, so each operation below runs to
@@ -35,7 +98,7 @@ export type SqliteProjectionOf = (options: SqliteOptions, connection: () => Sqli
  * Every operation's SQLite errors leave translated (db.ts toStoreError): a full disk, a read-only
  * file or a held lock is StoreUnavailableError, which the HTTP layer answers 503 + Retry-After.
  * `flows` are the ledger's operations (src/ledger/), given by the composer (src/ledger/sqlite.ts).
- * Two connections: the ledger's writer (`db`), and the projection's (`projectionDb`: the ledger
+ * Two connections: the ledger's writer (`db`), and the projection's (projectionOpener: the ledger
  * with the projection file attached, projection-file.ts), opened at its first use, after the
  * migrations, for the reads that join the two (boards, asOf, verify, the projection's state).
  * The projection's writes run where `projectionOf` says; after each pass the writer's view of its
@@ -43,30 +106,11 @@ export type SqliteProjectionOf = (options: SqliteOptions, connection: () => Sqli
  */
 export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projectionOf: SqliteProjectionOf): LedgerStore {
   let db = openDatabase(options);
-  let projectionDb: SqliteDb | null = null;
-  const projectionConnection = (): SqliteDb => {
-    if (projectionDb?.open) return projectionDb;
-    if (options.path === ":memory:") {
-      attachProjection(db, options.path, { prepare: true });
-      projectionDb = db;
-    } else {
-      projectionDb = openProjectionConnection(options);
-    }
-    return projectionDb;
-  };
-  const projection = projectionOf(options, projectionConnection);
-  const runner: ProjectionRunner = {
-    pass: async (cut) => {
-      projectionConnection();
-      const step = await projection.runner.pass(cut);
-      if (step.throughMs !== null) db.transaction(() => noteThrough(db, step.throughMs!)).immediate();
-      return step;
-    },
-    buildWindowBoards: async (limit) => {
-      projectionConnection();
-      return projection.runner.buildWindowBoards(limit);
-    },
-  };
+  const projection = projectionOf(
+    options,
+    projectionOpener(options, () => db),
+  );
+  const projectionConnection = projection.connection;
   const probeWrites = cachedWriteProbe(options.path);
   const recovery = new ReadOnlyRecovery(options);
   const committed = new CommittedEvents();
@@ -74,25 +118,16 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
   const ledger = flows(
     sqliteLedger(() => db),
     sqliteLeaderboardReads(projectionConnection, projection.requests),
-    runner,
+    afterEachPass(projection, () => db),
   );
   const store: LedgerStore = {
     kind: "sqlite",
     projectionAside: projection.aside,
     ...ledger,
-    migrate: async () => {
-      migrate(db);
-      try {
-        projectionConnection();
-      } catch {
-        // A ledger this process cannot write (it still serves reads): the reads that need the
-        // projection file answer 503 until it can be opened (db.ts toStoreError).
-      }
-    },
+    migrate: async () => migrateWithProjection(db, projectionConnection),
     ping: async () => probeWrites(db),
     close: async () => {
       await projection.close();
-      if (projectionDb?.open && projectionDb !== db) projectionDb.close();
       if (db.open) db.close();
     },
     getOperator: async (contract) => auth.readOperator(db, contract),
@@ -114,13 +149,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
     getApiKey: async (contract, id) => apiKeys.readApiKey(db, contract, id),
     findApiKey: async (secretHash) => apiKeys.lookupApiKey(db, secretHash),
     recordApiKeyUses: async (uses) => db.transaction(() => apiKeys.writeLastUses(db, uses)).immediate(),
-    verify: async () => {
-      const reader = projectionConnection();
-      return reader.transaction(() => {
-        readProjectionFirst(reader);
-        return verify.verifyLedger(reader);
-      })();
-    },
+    verify: async () => verifyWithProjection(projectionConnection()),
     // Replaced below: a subscription is synchronous, not a guarded database operation.
     onCommittedEvents: () => () => undefined,
     listEvents: async (query) => db.transaction(() => listEvents(db, query))(),

@@ -164,6 +164,16 @@ function raiseFence(db: SqliteDb, fenceMs: number): void {
 }
 
 /**
+ * The pass's first statement, a write of the projection file: its write lock taken before the pass
+ * reads anything (a DEFERRED transaction that read first could find another connection's pass
+ * committed meanwhile and fail to write), so passes of two connections apply one after the other.
+ */
+function claimApplier(db: SqliteDb): boolean {
+  statement(db, "UPDATE projection_through SET through_ms = through_ms WHERE id = 1").run();
+  return true;
+}
+
+/**
  * The projection's connection: the queued batches past the file's through up to `throughMs`. The
  * queue keeps them (it lists every FINALIZED batch, for a rebuild): the file's through, moved in
  * the same transaction, is what says they are applied.
@@ -260,7 +270,7 @@ export const projection = {
   enqueue,
   queueHead,
   raiseFence,
-  claimApplier: () => true,
+  claimApplier,
   takeQueued,
   applyBatches,
   advanceThrough,

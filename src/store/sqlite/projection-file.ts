@@ -35,9 +35,10 @@ const TABLES = [
   "projection_through",
 ];
 
-/** The file's tables (the shapes of SQLite migrations 15–17), created in the attached schema `s`. */
-function schemaSql(s: string): string {
-  return `
+const s = PROJECTION_SCHEMA;
+
+/** The file's tables (the shapes of SQLite migrations 15–17), created in the attached schema. */
+const SCHEMA_SQL = `
   CREATE TABLE IF NOT EXISTS ${s}.projection_through (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     through_ms INTEGER NOT NULL,
@@ -123,7 +124,6 @@ function schemaSql(s: string): string {
     INSERT INTO window_bands (window_id, band, entries) VALUES (new.window_id, ${rankBand("new")}, 1)
       ON CONFLICT (window_id, band) DO UPDATE SET entries = entries + 1;
   END;`;
-}
 
 /**
  * Attaches the ledger's projection file to `db` as `projection` (created when missing). With
@@ -150,7 +150,7 @@ export function attachProjection(
       db.prepare(`SELECT ledger_id FROM ${PROJECTION_SCHEMA}.projection_through WHERE id = 1`).pluck().get() === ledgerId;
     if (current) return;
     for (const table of TABLES) db.exec(`DROP TABLE IF EXISTS ${PROJECTION_SCHEMA}.${table}`);
-    db.exec(schemaSql(PROJECTION_SCHEMA));
+    db.exec(SCHEMA_SQL);
     db.prepare(`INSERT INTO ${PROJECTION_SCHEMA}.projection_through (id, through_ms, ledger_id) VALUES (1, 0, ?)`).run(ledgerId);
     db.pragma(`${PROJECTION_SCHEMA}.user_version = ${PROJECTION_FILE_VERSION}`);
   }).immediate();
