@@ -35,7 +35,11 @@ export const USAGE = `npm run bench -- [options]
                         through the store over 60 days, then times board pages, ranks, balances asOf and a
                         snapshot asOf (bench/leaderboards.ts); --samples per measure (default 1000), each
                         measure stops after --budget seconds (default 60); --seed-only times the seeding alone; --keep FILE keeps the SQLite database
-                        in FILE; with --db postgres, --keep SCHEMA seeds into that new schema and keeps it`;
+                        in FILE; with --db postgres, --keep SCHEMA seeds into that new schema and keeps it
+  --tlog-proofs [--events N] [--samples N]
+                        only: the transparency log's tree of N events (default 10,000,000) seeded into SQLite,
+                        then the p50/p99 of N inclusion and consistency proofs (default 2000), the tree's bytes
+                        per event and the RSS (bench/tlog-proofs.ts)`;
 
 function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
   if (raw === undefined) return fallback;

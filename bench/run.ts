@@ -10,6 +10,7 @@ import { measureHttpCeiling, measureStorageCeiling } from "./ceilings.js";
 import { createApiKey, newOperator, registerAndCredit, signIn, type Operator } from "./client.js";
 import { startCluster } from "./cluster.js";
 import { runLeaderboardsBench } from "./leaderboards.js";
+import { runTlogProofsBench } from "./tlog-proofs.js";
 import { parseLeaderboardsOptions, parseOptions, USAGE, type BenchOptions } from "./options.js";
 import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
 import {
@@ -265,6 +266,7 @@ function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
 
 async function main(): Promise<number> {
   if (process.argv.includes("--snapshot")) return runSnapshotBench(process.argv.slice(2));
+  if (process.argv.includes("--tlog-proofs")) return runTlogProofsBench(process.argv.slice(2));
   if (process.argv.includes("--leaderboards")) return runLeaderboardsBench(parseLeaderboardsOptions(process.argv.slice(2)));
   const options = parseOptions(process.argv.slice(2));
   if (options === "help") {

@@ -1,3 +1,4 @@
+import { sha256 as nobleSha256 } from "@noble/hashes/sha2";
 import { describe, expect, it } from "vitest";
 import { canonicalEvent, eventLeafHash } from "../src/domain/log-event.js";
 import {
@@ -5,7 +6,9 @@ import {
   consistencyProof,
   edgeTiles,
   inclusionProof,
+  innerNodes,
   leafHash,
+  nodeHash,
   nodeHashesFromTiles,
   nodesNeeded,
   tilesOf,
@@ -14,7 +17,9 @@ import {
   verifyInclusion,
   type Hash,
   type NodeHashes,
+  type StoredTile,
   type Tile,
+  TILE_WIDTH,
 } from "../src/domain/tlog.js";
 import {
   checkpointText,
@@ -102,14 +107,14 @@ const arrayNodes =
     refRoot(leaves.slice(index * 2 ** level, (index + 1) * 2 ** level));
 
 /** Tiles grown by appendToTiles in uneven steps, as the logging job grows them. */
-function grownTiles(leaves: readonly Hash[], steps: readonly number[]): Map<string, Uint8Array> {
-  const stored = new Map<string, Uint8Array>();
+function grownTiles(leaves: readonly Hash[], steps: readonly number[]): Map<string, Tile> {
+  const stored = new Map<string, Tile>();
   let size = 0;
   let next = 0;
   while (size < leaves.length) {
     const count = Math.min(steps[next++ % steps.length]!, leaves.length - size);
-    const edge: Tile[] = edgeTiles(size).map((key) => ({ ...key, hashes: stored.get(`${key.level}/${key.index}`)! }));
-    for (const tile of appendToTiles(size, edge, leaves.slice(size, size + count))) stored.set(`${tile.level}/${tile.index}`, tile.hashes);
+    const edge: Tile[] = edgeTiles(size).map((key) => stored.get(`${key.level}/${key.index}`)!);
+    for (const tile of appendToTiles(size, edge, leaves.slice(size, size + count))) stored.set(`${tile.level}/${tile.index}`, tile);
     size += count;
   }
   return stored;
@@ -201,11 +206,8 @@ describe("RFC 9162 Merkle tree (domain/tlog.ts)", () => {
 describe("the tree in tiles", () => {
   const leaves = Array.from({ length: 70_000 }, (_, i) => refLeaf(Uint8Array.of(i & 255, (i >> 8) & 255, i >> 16)));
 
-  it("tiles grown in uneven steps answer every node the proofs ask, as the full tree does", () => {
-    const tiles = grownTiles(leaves, [1, 300, 7, 4096, 255, 12_000, 1]);
-    // About 33 bytes a leaf: the leaf hashes plus one hash per 256 below.
-    const bytes = [...tiles.values()].reduce((sum, tile) => sum + tile.length, 0);
-    expect(bytes / leaves.length).toBeLessThan(33);
+  /** Every root, inclusion and consistency proof the tiles give at these sizes, checked by the independent verifier. */
+  function expectProofsAsTheFullTree(tiles: ReadonlyMap<string, StoredTile>) {
     const fromTiles = nodeHashesFromTiles(tiles);
     const sizes = [1, 255, 256, 257, 4097, 65_535, 65_536, 65_537, 70_000];
     const roots = new Map(sizes.map((size) => [size, refRoot(leaves.slice(0, size))]));
@@ -221,6 +223,47 @@ describe("the tree in tiles", () => {
         expect(refVerifyConsistency(from, size, roots.get(from)!, root, proof)).toBe(true);
       }
     }
+  }
+
+  it("tiles grown in uneven steps answer every node the proofs ask, as the full tree does", () => {
+    const tiles = grownTiles(leaves, [1, 300, 7, 4096, 255, 12_000, 1]);
+    // About 37 bytes a leaf: the leaf hashes, one hash per 256 below, and 30 inner nodes per 256.
+    const bytes = [...tiles.values()].reduce((sum, tile) => sum + tile.hashes.length + (tile.nodes?.length ?? 0), 0);
+    expect(bytes / leaves.length).toBeLessThan(37);
+    expectProofsAsTheFullTree(tiles);
+  });
+
+  it("a tile's inner nodes are the roots of its complete subtrees of heights 4 to 7, computed by the reference", () => {
+    const tiles = grownTiles(leaves, [1, 300, 7, 4096, 255, 12_000, 1]);
+    for (const index of [0, 17, Math.floor(leaves.length / TILE_WIDTH)]) {
+      const tile = tiles.get(`0/${index}`)!;
+      const bottom = leaves.slice(index * TILE_WIDTH, (index + 1) * TILE_WIDTH);
+      const expected: string[] = [];
+      for (let height = 4; height < 8; height++) {
+        for (let i = 0; (i + 1) * 2 ** height <= bottom.length; i++)
+          expected.push(hex(refRoot(bottom.slice(i * 2 ** height, (i + 1) * 2 ** height))));
+      }
+      const stored = Array.from({ length: tile.nodes!.length / 32 }, (_, i) => hex(tile.nodes!.subarray(i * 32, (i + 1) * 32)));
+      expect(stored).toEqual(expected);
+    }
+  });
+
+  it("tiles stored before the log kept inner nodes (nodes null) give the same proofs, hashed from their bottom row", () => {
+    const tiles = grownTiles(leaves, [5000, 1, 256]);
+    expectProofsAsTheFullTree(new Map([...tiles].map(([name, tile]) => [name, { ...tile, nodes: null }])));
+    // and appending to such a tree writes every changed tile with its inner nodes again
+    const size = 70_000;
+    const edge = edgeTiles(size).map((key) => ({ ...tiles.get(`${key.level}/${key.index}`)!, nodes: null }));
+    const more = leaves.slice(0, 300);
+    for (const tile of appendToTiles(size, edge, more)) expect(tile.nodes).toEqual(innerNodes(tile.hashes));
+  });
+
+  it("node:crypto (the server) and @noble/hashes (a browser) hash leaves and nodes to the same bytes", () => {
+    const left = refLeaf(Uint8Array.of(1));
+    const right = refLeaf(Uint8Array.of(2));
+    expect(hex(nodeHash(left, right))).toBe(hex(nobleSha256(new Uint8Array([1, ...left, ...right]))));
+    const event = new TextEncoder().encode("x".repeat(1000));
+    expect(hex(leafHash(event))).toBe(hex(nobleSha256(new Uint8Array([0, ...event]))));
   });
 
   it("a proof names the few tiles it needs before reading them", () => {

@@ -33,7 +33,7 @@ import { inTransaction, io, readWith, type Flow } from "./flow.js";
 function* tileNodes<Db>(ports: LedgerPorts<Db>, db: Db, compute: (node: NodeHashes) => unknown): Flow<NodeHashes> {
   const keys = tilesOf(nodesNeeded(compute));
   const tiles: Tile[] = keys.length === 0 ? [] : yield* io(ports.log.readTiles(db, keys));
-  return nodeHashesFromTiles(new Map(tiles.map((tile) => [`${tile.level}/${tile.index}`, tile.hashes])));
+  return nodeHashesFromTiles(new Map(tiles.map((tile) => [`${tile.level}/${tile.index}`, tile])));
 }
 
 function* signCheckpoint<Db>(ports: LedgerPorts<Db>, db: Db, size: number, nowMs: number, signing: LogSigning): Flow<StoredCheckpoint> {

@@ -67,22 +67,28 @@ async function eventsToLog(db: Queryable, position: string, limit: number) {
 }
 
 async function readTiles(db: Queryable, keys: readonly TileKey[]): Promise<Tile[]> {
-  const { rows } = await db.query<{ tile_level: number; tile_index: string; hashes: Buffer }>({
+  const { rows } = await db.query<{ tile_level: number; tile_index: string; hashes: Buffer; inner_nodes: Buffer | null }>({
     name: "pl-log-read-tiles",
-    text: `SELECT t.tile_level, t.tile_index, t.hashes FROM log_tiles t
+    text: `SELECT t.tile_level, t.tile_index, t.hashes, t.inner_nodes FROM log_tiles t
            JOIN unnest($1::int[], $2::bigint[]) AS k(level, index) ON t.tile_level = k.level AND t.tile_index = k.index`,
     values: [keys.map((key) => key.level), keys.map((key) => key.index)],
   });
-  return rows.map((row) => ({ level: row.tile_level, index: toNumber(row.tile_index), hashes: new Uint8Array(row.hashes) }));
+  return rows.map((row) => ({ level: row.tile_level, index: toNumber(row.tile_index), hashes: row.hashes, nodes: row.inner_nodes }));
 }
 
 async function writeTiles(db: Queryable, tiles: readonly Tile[]): Promise<void> {
   if (tiles.length === 0) return;
   await db.query({
     name: "pl-log-write-tiles",
-    text: `INSERT INTO log_tiles (tile_level, tile_index, hashes) SELECT * FROM unnest($1::int[], $2::bigint[], $3::bytea[])
-           ON CONFLICT (tile_level, tile_index) DO UPDATE SET hashes = excluded.hashes`,
-    values: [tiles.map((tile) => tile.level), tiles.map((tile) => tile.index), tiles.map((tile) => Buffer.from(tile.hashes))],
+    text: `INSERT INTO log_tiles (tile_level, tile_index, hashes, inner_nodes)
+           SELECT * FROM unnest($1::int[], $2::bigint[], $3::bytea[], $4::bytea[])
+           ON CONFLICT (tile_level, tile_index) DO UPDATE SET hashes = excluded.hashes, inner_nodes = excluded.inner_nodes`,
+    values: [
+      tiles.map((tile) => tile.level),
+      tiles.map((tile) => tile.index),
+      tiles.map((tile) => Buffer.from(tile.hashes)),
+      tiles.map((tile) => (tile.nodes === null ? null : Buffer.from(tile.nodes))),
+    ],
   });
 }
 

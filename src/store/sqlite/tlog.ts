@@ -39,11 +39,11 @@ function eventsToLog(db: SqliteDb, position: string, limit: number) {
 }
 
 function readTiles(db: SqliteDb, keys: readonly TileKey[]): Tile[] {
-  const read = statement(db, "SELECT hashes FROM log_tiles WHERE tile_level = ? AND tile_index = ?").pluck(true);
+  const read = statement(db, "SELECT hashes, inner_nodes FROM log_tiles WHERE tile_level = ? AND tile_index = ?");
   const tiles: Tile[] = [];
   for (const key of keys) {
-    const hashes = read.get(key.level, key.index) as Buffer | undefined;
-    if (hashes !== undefined) tiles.push({ ...key, hashes: new Uint8Array(hashes) });
+    const row = read.get(key.level, key.index) as { hashes: Buffer; inner_nodes: Buffer | null } | undefined;
+    if (row !== undefined) tiles.push({ ...key, hashes: row.hashes, nodes: row.inner_nodes });
   }
   return tiles;
 }
@@ -51,10 +51,10 @@ function readTiles(db: SqliteDb, keys: readonly TileKey[]): Tile[] {
 function writeTiles(db: SqliteDb, tiles: readonly Tile[]): void {
   const write = statement(
     db,
-    `INSERT INTO log_tiles (tile_level, tile_index, hashes) VALUES (?, ?, ?)
-     ON CONFLICT (tile_level, tile_index) DO UPDATE SET hashes = excluded.hashes`,
+    `INSERT INTO log_tiles (tile_level, tile_index, hashes, inner_nodes) VALUES (?, ?, ?, ?)
+     ON CONFLICT (tile_level, tile_index) DO UPDATE SET hashes = excluded.hashes, inner_nodes = excluded.inner_nodes`,
   );
-  for (const tile of tiles) write.run(tile.level, tile.index, Buffer.from(tile.hashes));
+  for (const tile of tiles) write.run(tile.level, tile.index, tile.hashes, tile.nodes);
 }
 
 function setLogIndexes(db: SqliteDb, entries: readonly { eventId: string; logIndex: number }[]): void {

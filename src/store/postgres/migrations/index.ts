@@ -522,4 +522,15 @@ export const MIGRATIONS: Migration[] = [
       INSERT INTO log_state (id, size, position_tx, position_seq) VALUES (1, 0, '0', 0);
     `,
   },
+  {
+    // The transparency log's tiles keep their complete inner nodes of heights 4–7 (domain/tlog.ts
+    // innerNodes, ≤ 30 hashes), as SQLite's version 20: a proof reads them instead of hashing up to
+    // 255 hashes a tile. Tiles written before keep NULL and are hashed from their bottom row.
+    version: 17,
+    name: "log_tile_inner_nodes",
+    sql: `
+      ALTER TABLE log_tiles ADD COLUMN inner_nodes BYTEA
+        CHECK (inner_nodes IS NULL OR (octet_length(inner_nodes) <= 960 AND octet_length(inner_nodes) % 32 = 0));
+    `,
+  },
 ];
