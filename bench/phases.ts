@@ -2,6 +2,7 @@ import { measureCpu, type CpuUse } from "./cpu.js";
 import { call, listBatches, type Operator } from "./client.js";
 import type { Cluster } from "./cluster.js";
 import { batchLoad, getLoad, type LoadResult } from "./load.js";
+import { watchLog } from "./log-lag.js";
 import { pacedLoad, type PacedRequest } from "./paced.js";
 import { pollUntil, quantile, sleep } from "./stats.js";
 
@@ -255,12 +256,14 @@ export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBat
   const rate = Math.max(1, peakBatchesPerSec / 2);
   ctx.log(`half rate: ${rate.toFixed(1)} batches/s for ${ctx.durationSec}s after ${warmupSec}s of warm-up`);
   requireNoClientErrors("half-rate warm-up", await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-hw`, ctx.dueLaterBodies, warmupSec));
+  const log = watchLog(cluster.urls[0]!, ctx.token, ctx.operator.contract);
   const result = await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-h`, ctx.dueLaterBodies);
   requireNoClientErrors("half rate", result);
   return {
     batchesPerSec: result.ok / result.durationSec,
     p50Ms: quantile(result.latenciesMs, 0.5),
     p99Ms: quantile(result.latenciesMs, 0.99),
+    logLag: await log.measure(),
   };
 }
 
@@ -276,6 +279,7 @@ export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainabl
   const startMs = Date.now() - 1;
   const finalizedBefore = await cluster.metric(FINALIZED);
   const watcher = watchThrough(cluster, ctx);
+  const log = watchLog(cluster.urls[0]!, ctx.token, ctx.operator.contract);
   const result = await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-m`, ctx.dueSoonBodies);
   requireNoClientErrors("mixed", result);
   const expected = finalizedBefore + result.ok * ctx.transfersPerBatch;
@@ -298,7 +302,9 @@ export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainabl
   const projected = projectionLags(finalizedAtMs, seen);
   const projectionLagsMs = projected.filter((lag): lag is number => lag !== null);
   const lagsMs = await finalizationLags(cluster.urls[0]!, ctx, `${ctx.runTag}-m`, startMs);
+  const logLag = await log.measure();
   return {
+    logLag,
     projectionLagP50Ms: quantile(projectionLagsMs, 0.5),
     projectionLagP99Ms: quantile(projectionLagsMs, 0.99),
     projectionLagMaxMs: quantile(projectionLagsMs, 1),

@@ -1,6 +1,7 @@
 import { cpus, totalmem } from "node:os";
 import type { StorageCeilingResult } from "./storage-ceiling.js";
 import type { AcceptResult, BalanceResult, DrainResult, HalfRateResult, MixedResult, ProjectionCatchUp } from "./phases.js";
+import type { LogLag } from "./log-lag.js";
 import type { SoakResult } from "./soak.js";
 import { round } from "./stats.js";
 
@@ -47,6 +48,8 @@ export function summarize(f: RunFigures) {
     // leaderboard read whose through counts the batch) and its rate catching up after the drain.
     projectionLagP99Ms: round(f.mixed.projectionLagP99Ms),
     transfersPerSecProjected: f.projection.transfersPerSec === null ? null : round(f.projection.transfersPerSec),
+    // The transparency log's lag (bench/log-lag.ts): an event's commit to the first checkpoint read that holds it.
+    logLagP99Ms: { halfRate: round(f.half.logLag.p99Ms), mixed: round(f.mixed.logLag.p99Ms) },
     balanceReadP99Ms: round(f.balances.p99Ms, 2),
     halfRateP99Ms: round(f.half.p99Ms, 1),
     peakRssMb: round(Math.max(f.peakRssMb.accept ?? 0, f.peakRssMb.finalize ?? 0), 1),
@@ -82,6 +85,7 @@ function details(f: RunFigures) {
       lagMaxMs: round(f.mixed.lagMaxMs),
       lagSamples: f.mixed.lagSamples,
     },
+    log: { halfRate: roundLag(f.half.logLag), mixed: roundLag(f.mixed.logLag) },
     balanceReads: { perSec: round(f.balances.readsPerSec), p50Ms: round(f.balances.p50Ms, 2) },
     startupToReadyMs: { emptyDatabase: round(f.startupToReadyMs.emptyDatabase), withBacklog: round(f.startupToReadyMs.withBacklog) },
     peakRssMbByStart: {
@@ -90,5 +94,15 @@ function details(f: RunFigures) {
     },
     ledgerVerified: f.verify,
     soak: f.soak,
+  };
+}
+
+function roundLag(lag: LogLag) {
+  return {
+    p50Ms: round(lag.p50Ms),
+    p99Ms: round(lag.p99Ms),
+    maxMs: round(lag.maxMs),
+    events: lag.events,
+    checkpointReads: lag.checkpointReads,
   };
 }
