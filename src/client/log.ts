@@ -96,8 +96,18 @@ export class TransparencyLog {
 
   /** GET /v1/log/checkpoint, its signature checked with `verifierKey`. */
   async checkpoint(verifierKey: string): Promise<Checkpoint> {
-    const note = await this.transport.request<string>({ method: "GET", path: "/v1/log/checkpoint", idempotent: true, text: true });
-    return verifyCheckpoint(note, verifierKey);
+    return (await this.signedCheckpoint(verifierKey)).checkpoint;
+  }
+
+  /**
+   * GET /v1/log/checkpoint, its signature checked with `verifierKey`, and when the service says it
+   * signed it (its Last-Modified header, to the second: the signature does not cover the time).
+   */
+  async signedCheckpoint(verifierKey: string): Promise<{ checkpoint: Checkpoint; signedAt: string | null }> {
+    const spec = { method: "GET", path: "/v1/log/checkpoint", idempotent: true, text: true } as const;
+    const answer = await this.transport.withRetry(true, () => this.transport.exchange<string>(spec));
+    const signedAt = answer.lastModifiedMs === null ? null : new Date(answer.lastModifiedMs).toISOString();
+    return { checkpoint: verifyCheckpoint(answer.body, verifierKey), signedAt };
   }
 
   /** GET /v1/log/proofs/consistency, as the service sends it (base64 hashes). */

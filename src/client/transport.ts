@@ -50,6 +50,13 @@ export interface Answer<T> {
   body: T;
   /** The server's clock from the Date header when it is readable (not across origins). */
   serverDateMs: number | null;
+  /** The Last-Modified header (GET /v1/log/checkpoint: when it was signed), or null. */
+  lastModifiedMs: number | null;
+}
+
+function headerTimeMs(value: string | null): number | null {
+  const ms = value === null ? Number.NaN : Date.parse(value);
+  return Number.isNaN(ms) ? null : ms;
 }
 
 const DEFAULTS = {
@@ -111,9 +118,10 @@ export class Transport {
   /** Single attempt, no retry. Throws PointsApiError for a non-2xx answer, PointsNetworkError for none. */
   async exchange<T>(spec: RequestSpec): Promise<Answer<T>> {
     const { response, text } = await this.send(spec);
-    const serverDate = response.headers.get("date");
-    const serverDateMs = serverDate === null ? null : Date.parse(serverDate);
-    const answer = { serverDateMs: serverDateMs === null || Number.isNaN(serverDateMs) ? null : serverDateMs };
+    const answer = {
+      serverDateMs: headerTimeMs(response.headers.get("date")),
+      lastModifiedMs: headerTimeMs(response.headers.get("last-modified")),
+    };
     if (response.ok && spec.text) return { ...answer, body: text as T };
     const body = parseJson(text);
     if (!response.ok) throw errorFromResponse(response.status, body, retryAfterSeconds(response.headers.get("retry-after")));

@@ -5,6 +5,7 @@ import { FailContext } from "./context.js";
 import { errorText } from "./lib/errors.js";
 import { AdminForms } from "./screens/admin.js";
 import { PayoutScreens } from "./screens/payouts.js";
+import { LogCheckpoint } from "./log-checkpoint.js";
 
 /** The admin console's screens: what the admin token opens without an operator session. */
 export const ADMIN_SCREENS = [
@@ -49,6 +50,7 @@ export function AdminShell(props: {
           <section aria-labelledby="admin-title">
             <h1 id="admin-title">Operators &amp; credits</h1>
             <AdminForms admin={admin} parameters={parameters} defaultContract="" />
+            <LogCheckpoint log={admin.log} version={0} />
           </section>
         )}
       </main>

@@ -52,7 +52,11 @@ export function logRoutes(scope: FastifyInstance, ctx: AppContext): void {
     async (_request, reply) => {
       const checkpoint = await ctx.store.logCheckpoint();
       if (checkpoint === null) throw unavailable("the transparency log has not signed its first checkpoint yet");
-      reply.header("content-type", "text/plain; charset=utf-8").header("cache-control", "no-store");
+      // When it was signed (the note itself carries no time): the console shows it. Not covered by the signature.
+      reply
+        .header("content-type", "text/plain; charset=utf-8")
+        .header("cache-control", "no-store")
+        .header("last-modified", new Date(checkpoint.signedAtMs).toUTCString());
       return checkpoint.note;
     },
   );

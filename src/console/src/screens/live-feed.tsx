@@ -1,5 +1,6 @@
 import type { LedgerEvent } from "../../../client/index.js";
-import { shortTime, useConsole } from "../context.js";
+import { shortTime, useConsole, useThrottled } from "../context.js";
+import { LogCheckpoint } from "../log-checkpoint.js";
 import { actorText, actorTitle } from "../lib/actors.js";
 import { displayPoints } from "../lib/amounts.js";
 
@@ -50,8 +51,12 @@ function summary(event: LedgerEvent) {
   }
 }
 
+/** The log's checkpoint follows the feed's events at most this often (a checkpoint is signed about every second). */
+const CHECKPOINT_RELOAD_MS = 5_000;
+
 export function LiveFeed() {
-  const { feed, feedStatus } = useConsole();
+  const { client, feed, feedStatus, ledgerVersion } = useConsole();
+  const checkpointVersion = useThrottled(ledgerVersion, CHECKPOINT_RELOAD_MS);
   return (
     <section aria-labelledby="feed-title">
       <h1 id="feed-title">Live feed</h1>
@@ -77,6 +82,7 @@ export function LiveFeed() {
           ))}
         </ol>
       )}
+      <LogCheckpoint log={client.log} version={checkpointVersion} />
     </section>
   );
 }

@@ -1,0 +1,66 @@
+import type { TransparencyLog } from "../../client/index.js";
+import { shortTime, useLoad } from "./context.js";
+
+/**
+ * The transparency log's current checkpoint (docs/transparency.md) and how to witness it: its
+ * size, root hash and signing time, its signature checked here with the key the service serves,
+ * and the `points-ledger log verify` line a witness runs. Shown on the live feed (operator) and
+ * the admin console; `version` reloads it (the live feed's events, throttled).
+ */
+export function LogCheckpoint(props: { log: TransparencyLog; version: number }) {
+  const { log, version } = props;
+  const latest = useLoad(async () => {
+    const key = await log.key();
+    return { key, ...(await log.signedCheckpoint(key)) };
+  }, [log, version]);
+  const url = location.origin;
+  return (
+    <section aria-labelledby="log-title" class="log-checkpoint" data-testid="log-checkpoint">
+      <h2 id="log-title">Transparency log</h2>
+      <p>
+        Every event is appended to a public, append-only Merkle log. Its signed checkpoint lets anyone check that the history shown here is
+        the one everybody is shown, and that it is never rewritten: it proves what was recorded and in what order, not that points were
+        deserved.
+      </p>
+      {latest.error && (
+        <p role="alert" class="error">
+          {latest.error}
+        </p>
+      )}
+      {latest.data === null ? (
+        !latest.error && <p class="muted">Loading…</p>
+      ) : (
+        <dl class="facts">
+          <dt>Log</dt>
+          <dd class="mono" data-field="origin">
+            {latest.data.checkpoint.origin}
+          </dd>
+          <dt>Events</dt>
+          <dd data-field="size">{latest.data.checkpoint.size.toLocaleString("en")}</dd>
+          <dt>Root hash</dt>
+          <dd class="mono" data-field="root">
+            {latest.data.checkpoint.rootHash}
+          </dd>
+          <dt>Signed</dt>
+          <dd data-field="signed-at">{latest.data.signedAt === null ? "—" : shortTime(latest.data.signedAt)}</dd>
+          <dt>Verifier key</dt>
+          <dd class="mono" data-field="key">
+            {latest.data.key}
+          </dd>
+        </dl>
+      )}
+      <p class="muted">The signature was checked in this page with the key the service serves; a witness keeps the key it saw first.</p>
+      <h3>Witness it</h3>
+      <p>
+        Run this from a machine the operator does not control, every minute from cron. It checks the signature, proves the new checkpoint
+        extends the one it saved last, and exits 1 if the history was rewritten or forked:
+      </p>
+      <pre class="command">
+        <code data-testid="witness-command">npx points-ledger log verify --url {url} --state witness.json</code>
+      </pre>
+      <button type="button" onClick={latest.reload} disabled={latest.loading}>
+        Refresh
+      </button>
+    </section>
+  );
+}
