@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import {
   assertBuilt,
   creditPoints,
@@ -21,7 +22,8 @@ import {
  * changed, an event removed, two swapped) and the log rebuilt from the rewritten events, as an
  * operator covering their tracks would; after a restart the witness refuses the new history (exit
  * 1, a clear message) and keeps its saved checkpoint. An event changed without rebuilding the log
- * fails `log prove` instead. SQLite, through the built CLI and server.
+ * fails `log prove` instead. SQLite and PostgreSQL (its own schema of DATABASE_URL_TEST), through
+ * the built CLI and server.
  */
 
 const EVENTS = 4;
@@ -34,9 +36,9 @@ afterEach(async () => {
 });
 beforeAll(() => assertBuilt());
 
-async function start(dir: string, adminToken: string): Promise<ServerProcess> {
+async function start(databaseUrl: string, adminToken: string): Promise<ServerProcess> {
   server = await startServerProcess({
-    DATABASE_URL: sqliteUrl(dir),
+    DATABASE_URL: databaseUrl,
     ADMIN_TOKEN: adminToken,
     LOG_LEVEL: "warn",
     LOG_CHECKPOINT_SECONDS: "1",
@@ -81,40 +83,57 @@ const TAMPERINGS: [string, (db: Database.Database) => void, boolean][] = [
   ],
 ];
 
+/**
+ * Saves a checkpoint of EVENTS credits with the witness, stops the service, tampers with its
+ * database and rebuilds the log (`tamper`), restarts it (a new event follows when `newEvent`), and
+ * expects the witness to refuse the new history and keep its checkpoint.
+ */
+async function witnessRefusesAfter(databaseUrl: string, dir: string, what: string, tamper: () => Promise<void>, newEvent: boolean) {
+  const state = join(dir, "witness.json");
+  const adminToken = newAdminToken();
+  let running = await start(databaseUrl, adminToken);
+  const address = randomAddress();
+  for (let i = 0; i < EVENTS; i++) await creditPoints(running.url, adminToken, address, `c${i}`, "PHASE2_POINTS", "5");
+  await waitForSize(running.url, EVENTS);
+  const first = await runCli(["log", "verify", "--url", running.url, "--state", state], {});
+  expect(first.code, first.stderr).toBe(0);
+  expect(first.stdout).toContain(`has ${EVENTS} events`);
+  const saved = readFileSync(state, "utf8");
+
+  await running.kill("SIGTERM");
+  await tamper();
+  running = await start(databaseUrl, adminToken);
+  if (newEvent) await creditPoints(running.url, adminToken, address, "after", "PHASE2_POINTS", "5");
+  await waitForSize(running.url, (what === "an event removed" ? EVENTS - 1 : EVENTS) + (newEvent ? 1 : 0));
+
+  const second = await runCli(["log", "verify", "--url", running.url, "--state", state], {});
+  expect(second.code, second.stdout).toBe(1);
+  expect(second.stderr).toMatch(/VERIFICATION FAILED: .*(rewritten|forked)/);
+  expect(readFileSync(state, "utf8")).toBe(saved);
+}
+
 describe("log verify, the witness, against a tampered SQLite database", () => {
   it.each(TAMPERINGS)("fails after %s and the log rebuilt, keeping its checkpoint", async (what, tamper, newEvent) => {
     const dir = tempDir("witness");
-    const state = join(dir, "witness.json");
-    const adminToken = newAdminToken();
-    let running = await start(dir, adminToken);
-    const address = randomAddress();
-    for (let i = 0; i < EVENTS; i++) await creditPoints(running.url, adminToken, address, `c${i}`, "PHASE2_POINTS", "5");
-    await waitForSize(running.url, EVENTS);
-    const first = await runCli(["log", "verify", "--url", running.url, "--state", state], {});
-    expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toContain(`has ${EVENTS} events`);
-    const saved = readFileSync(state, "utf8");
-
-    await running.kill("SIGTERM");
-    const db = new Database(join(dir, "ledger.db"));
-    tamper(db);
-    rebuildLog(db);
-    db.close();
-    running = await start(dir, adminToken);
-    if (newEvent) await creditPoints(running.url, adminToken, address, "after", "PHASE2_POINTS", "5");
-    await waitForSize(running.url, (what === "an event removed" ? EVENTS - 1 : EVENTS) + (newEvent ? 1 : 0));
-
-    const second = await runCli(["log", "verify", "--url", running.url, "--state", state], {});
-    expect(second.code, second.stdout).toBe(1);
-    expect(second.stderr).toMatch(/VERIFICATION FAILED: .*(rewritten|forked)/);
-    expect(readFileSync(state, "utf8")).toBe(saved);
+    await witnessRefusesAfter(
+      sqliteUrl(dir),
+      dir,
+      what,
+      async () => {
+        const db = new Database(join(dir, "ledger.db"));
+        tamper(db);
+        rebuildLog(db);
+        db.close();
+      },
+      newEvent,
+    );
   });
 
   it("log prove refuses an event whose data was changed without rebuilding the log; log verify passes (the tree is untouched)", async () => {
     const dir = tempDir("witness");
     const state = join(dir, "witness.json");
     const adminToken = newAdminToken();
-    let running = await start(dir, adminToken);
+    let running = await start(sqliteUrl(dir), adminToken);
     const address = randomAddress();
     for (let i = 0; i < EVENTS; i++) await creditPoints(running.url, adminToken, address, `c${i}`, "PHASE2_POINTS", "5");
     await waitForSize(running.url, EVENTS);
@@ -124,7 +143,7 @@ describe("log verify, the witness, against a tampered SQLite database", () => {
     const eventId = db.prepare("SELECT event_id FROM events WHERE log_index = 2").pluck(true).get() as string;
     db.exec(`UPDATE events SET data = replace(data, '"5"', '"500"') WHERE log_index = 2`);
     db.close();
-    running = await start(dir, adminToken);
+    running = await start(sqliteUrl(dir), adminToken);
     const proved = await runCli(["log", "prove", eventId, "--url", running.url, "--state", state], { ADMIN_TOKEN: adminToken });
     expect(proved.code, proved.stdout).toBe(1);
     expect(proved.stderr).toContain("VERIFICATION FAILED");
@@ -134,6 +153,67 @@ describe("log verify, the witness, against a tampered SQLite database", () => {
     );
     expect(untouched.code, untouched.stderr).toBe(0);
     expect((await runCli(["log", "verify", "--url", running.url, "--state", state], {})).code).toBe(0);
+  });
+});
+
+/** The same on PostgreSQL, where the event log's order is (tx, seq). */
+const POSTGRES_TAMPERINGS: [string, (schema: TestSchema) => Promise<void>, boolean][] = [
+  [
+    "one event's data changed",
+    async (schema) => void (await schema.query(`UPDATE events SET data = replace(data::text, '"5"', '"500"')::jsonb WHERE log_index = 1`)),
+    true,
+  ],
+  ["an event removed", async (schema) => void (await schema.query("DELETE FROM events WHERE log_index = 1")), true],
+  [
+    "two events swapped",
+    async (schema) => {
+      const [a, b] = await schema.query<{ tx: string; seq: string }>(
+        "SELECT tx::text AS tx, seq::text AS seq FROM events WHERE log_index IN (1, 2) ORDER BY log_index",
+      );
+      await schema.query("UPDATE events SET seq = -1 WHERE seq = $1", [a!.seq]);
+      await schema.query("UPDATE events SET tx = $1::xid8, seq = $2 WHERE seq = $3", [a!.tx, a!.seq, b!.seq]);
+      await schema.query("UPDATE events SET tx = $1::xid8, seq = $2 WHERE seq = -1", [b!.tx, b!.seq]);
+    },
+    true,
+  ],
+  [
+    "a fork: the same size, another root",
+    async (schema) => void (await schema.query(`UPDATE events SET data = replace(data::text, '"5"', '"6"')::jsonb WHERE log_index = 3`)),
+    false,
+  ],
+];
+
+/** Rebuilds the PostgreSQL log from the events as they now are, as rebuildLog does on SQLite. */
+async function rebuildPostgresLog(schema: TestSchema): Promise<void> {
+  await schema.query("DELETE FROM log_tiles");
+  await schema.query(
+    `UPDATE log_state SET size = 0, position_tx = '0', position_seq = 0,
+     checkpoint_size = NULL, checkpoint_root = NULL, checkpoint_note = NULL, checkpoint_at_ms = NULL`,
+  );
+  await schema.query("UPDATE events SET log_index = NULL");
+}
+
+if (!DATABASE_URL_TEST) console.warn(SKIP_REASON);
+
+describe.skipIf(!DATABASE_URL_TEST)("log verify, the witness, against a tampered PostgreSQL database", () => {
+  it.each(POSTGRES_TAMPERINGS)("fails after %s and the log rebuilt, keeping its checkpoint", async (what, tamper, newEvent) => {
+    const schema = await createTestSchema(DATABASE_URL_TEST!);
+    try {
+      await witnessRefusesAfter(
+        schema.connectionString,
+        tempDir("witness-pg"),
+        what,
+        async () => {
+          await tamper(schema);
+          await rebuildPostgresLog(schema);
+        },
+        newEvent,
+      );
+    } finally {
+      await server?.kill("SIGTERM");
+      server = null;
+      await schema.drop();
+    }
   });
 });
 
