@@ -90,7 +90,11 @@ export interface Config {
   logOrigin: string;
   /** LOG_SIGNING_KEY: the checkpoints' Ed25519 key, `PRIVATE+KEY+<name>+<id>+<base64>`; null: one made at first start and kept in the database. */
   logSigningKey: string | null;
-  /** LOG_CHECKPOINT_SECONDS: the least time between two signed checkpoints while the log grows. */
+  /**
+   * LOG_CHECKPOINT_SECONDS: the least time between two signed checkpoints while the log grows
+   * (0.1–3600, decimals allowed). An event waits up to this long for its checkpoint, so a p99 of
+   * 1 s from commit to checkpoint needs less than 1 (docs/performance.md, The transparency log).
+   */
   logCheckpointSeconds: number;
 }
 
@@ -122,6 +126,16 @@ function readInt(env: Env, name: string, fallback: number, min: number, max: num
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   if (!/^[0-9]+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
+  return value;
+}
+
+/** Seconds with up to three decimals (milliseconds), between min and max. */
+function readSeconds(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^[0-9]+(\.[0-9]{1,3})?$/.test(raw)) throw new ConfigError(name, `must be a number of seconds like 1 or 0.5, got "${raw}"`);
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
   return value;
@@ -392,7 +406,7 @@ function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" |
       );
     }
   }
-  return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readInt(env, "LOG_CHECKPOINT_SECONDS", 1, 1, 3600) };
+  return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readSeconds(env, "LOG_CHECKPOINT_SECONDS", 1, 0.1, 3600) };
 }
 
 /** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream. */

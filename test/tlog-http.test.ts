@@ -1,5 +1,6 @@
 import canonicalize from "canonicalize";
 import { afterEach, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../src/config.js";
 import { openNote, parseCheckpoint, parseSignerKey, parseVerifierKey, verifierKey } from "../src/domain/signed-note.js";
 import { createTestApp, creditPoints, newAccount, registerOperator, signIn, type TestApp } from "./helpers/http.js";
 import { refLeaf, refVerifyConsistency, refVerifyInclusion } from "./helpers/rfc9162.js";
@@ -109,6 +110,25 @@ describe("transparency log routes", () => {
       const refused = await send({ method: "GET", url: `/v1/log/proofs/consistency?${query}` });
       expect(refused.status, query).toBe(400);
       expect(refused.json).toMatchObject({ success: false, error: { code: "VALIDATION_FAILED" } });
+    }
+  });
+});
+
+describe("LOG_CHECKPOINT_SECONDS", () => {
+  const env = { DATABASE_URL: "sqlite:./never-opened.db" };
+  it("takes seconds with up to three decimals from 0.1 to 3600 (default 1), and refuses anything else", () => {
+    expect(loadConfig(env).logCheckpointSeconds).toBe(1);
+    for (const [raw, seconds] of [
+      ["0.5", 0.5],
+      ["0.1", 0.1],
+      ["2", 2],
+      ["3600", 3600],
+      ["0.75", 0.75],
+    ] as const) {
+      expect(loadConfig({ ...env, LOG_CHECKPOINT_SECONDS: raw }).logCheckpointSeconds, raw).toBe(seconds);
+    }
+    for (const raw of ["0", "0.05", "1.2345", "-1", "1e3", ".5", "abc", "3601"]) {
+      expect(() => loadConfig({ ...env, LOG_CHECKPOINT_SECONDS: raw }), raw).toThrow(ConfigError);
     }
   });
 });

@@ -30,7 +30,7 @@ export function logSigningOf(
       (signing ??= (async () => {
         const seed = config.logSigningKey === null ? new Uint8Array(await storedSeed()) : parseSignerKey(config.logSigningKey).seed;
         const signer = parseSignerKey(formatSignerKey(config.logOrigin, seed.subarray(0, 32)));
-        return { origin: config.logOrigin, signer, checkpointIntervalMs: config.logCheckpointSeconds * 1000 };
+        return { origin: config.logOrigin, signer, checkpointIntervalMs: Math.round(config.logCheckpointSeconds * 1000) };
       })().catch((error: unknown) => {
         signing = null;
         throw error;
