@@ -227,7 +227,8 @@ export const PROJECTION_FIRST_STEP = 4;
  * size (store level, the bench's 32,000 recipients: 91,000 transfers/s in steps of 8 batches,
  * 239,000 in steps of 32, 357,000 in steps of 64). `npm run bench -- --short`, one run each:
  * 150 ms caught up at 110,637 transfers/s with a mixed-phase lag p99 of 2,047 ms; 300 ms at
- * 171,059/s and 940 ms. It holds SQLite's event loop that long (docs/performance.md).
+ * 171,059/s and 940 ms. On SQLite the pass runs in the projection's thread and holds no event
+ * loop; on PostgreSQL and inline SQLite it holds the process that long (docs/performance.md).
  */
 export const PROJECTION_STEP_TARGET_MS = 300;
 /** Between runs that found the queue empty: a batch waits at most this long, and a run gathers this long's batches into one pass. */
@@ -239,6 +240,8 @@ export const PROJECTION_IDLE_ADVANCE_MS = 1_000;
  * job, but `through` should not stand still for the whole drain and then take twice the drain to
  * catch up. Measured (bench --short, SQLite, quiet machine): catch-up 2.0 × the drain with no
  * share (and with 0.05), 1.4 × at 0.15, for a drain about a quarter slower (docs/performance.md).
+ * Where the passes run on another thread (SQLite's, LeaderboardsStore.projectionAside) the job
+ * takes no share: it runs beside the drain at full speed (catch-up 0.1–0.4 × the drain).
  */
 export const PROJECTION_BACKLOG_SHARE = 0.15;
 /** A batch due this long and still PENDING means the finalizers have a backlog (the projection defers to them). */
