@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { ProjectionCut, ProjectionStep, WindowBoardRequest } from "../store/ports/leaderboards.js";
-import { fromWireError, type SqliteOptions, type WireError } from "../store/sqlite/db.js";
+import { StoreUnavailableError } from "../store/errors.js";
+import { fromWireError, toStoreError, type SqliteOptions, type WireError } from "../store/sqlite/db.js";
 import type { ProjectionConnection, SqliteProjection } from "../store/sqlite/index.js";
 import { sqliteLedger } from "../store/sqlite/ledger.js";
 import { buildWindowBoards, passProjection } from "./projection.js";
@@ -28,6 +29,7 @@ export type ProjectionCall =
 export function sqliteProjection(options: SqliteOptions, connection: ProjectionConnection): SqliteProjection {
   if (options.path === ":memory:" || !existsSync(fileURLToPath(WORKER_URL))) return inlineProjection(connection);
   const thread = new ProjectionThread(options);
+  const sent = new Set<Promise<void>>();
   return {
     connection,
     aside: true,
@@ -36,18 +38,33 @@ export function sqliteProjection(options: SqliteOptions, connection: ProjectionC
       buildWindowBoards: async (limit) => (await thread.call({ kind: "windows", limit })) as number,
     },
     requests: {
-      // Asked of the thread without waiting: the read's answer is exact without it, and a request
-      // that fails is asked again by the window's next read. The thread's request caps as well.
+      // Sent to the thread from inside the read's flow (synchronous), answered by requestsSent.
+      // The thread's request caps as well.
       requestWindowBoard: (_db, request) => {
-        thread.call({ kind: "request", request }).catch(() => undefined);
+        const answered = thread.call({ kind: "request", request }).then(() => undefined);
+        sent.add(answered);
+        void answered.catch(() => undefined).finally(() => sent.delete(answered));
       },
       capWindowBoards: () => undefined,
     },
+    requestsSent: () => requestsAnswered(sent),
     close: async () => {
       await thread.close();
       connection.close();
     },
   };
+}
+
+/**
+ * A read that asked for a window board answers once the thread has taken the request, as inline
+ * (where the request is the read's own second transaction): one behaviour, so the next read or
+ * the window job finds it listed. As there, a request the database cannot take now (busy, full,
+ * read-only) is dropped, the read's answer being exact without it; anything else fails the read.
+ */
+async function requestsAnswered(sent: ReadonlySet<Promise<void>>): Promise<void> {
+  for (const outcome of await Promise.allSettled([...sent])) {
+    if (outcome.status === "rejected" && !(toStoreError(outcome.reason) instanceof StoreUnavailableError)) throw outcome.reason;
+  }
 }
 
 function inlineProjection(connection: ProjectionConnection): SqliteProjection {

@@ -26,6 +26,8 @@ export interface SqliteProjection {
   aside: boolean;
   /** The window request's primitives, where another thread writes the projection file. */
   requests?: Pick<LeaderboardReadPort<SqliteDb, "sync">, "requestWindowBoard" | "capWindowBoards">;
+  /** Resolves once the requests sent so far are taken (a read awaits its own before it answers). */
+  requestsSent?: () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -73,6 +75,24 @@ function afterEachPass(projection: SqliteProjection, writer: () => SqliteDb): Pr
   };
 }
 
+/** The leaderboard reads, answering once the window boards they asked for are taken (SqliteProjection.requestsSent). */
+function afterRequests(ledger: Pick<LedgerStore, "readBoard" | "readStanding">, projection: SqliteProjection) {
+  const sent = projection.requestsSent;
+  if (sent === undefined) return {};
+  return {
+    readBoard: async (...args) => {
+      const page = await ledger.readBoard(...args);
+      await sent();
+      return page;
+    },
+    readStanding: async (...args) => {
+      const standing = await ledger.readStanding(...args);
+      await sent();
+      return standing;
+    },
+  } satisfies Partial<LedgerStore>;
+}
+
 /** The ledger's migrations, then its projection file made ready (projection-file.ts attachProjection). */
 function migrateWithProjection(db: SqliteDb, projectionConnection: ProjectionConnection): void {
   migrate(db);
@@ -106,10 +126,8 @@ function verifyWithProjection(reader: SqliteDb) {
  */
 export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projectionOf: SqliteProjectionOf): LedgerStore {
   let db = openDatabase(options);
-  const projection = projectionOf(
-    options,
-    projectionOpener(options, () => db),
-  );
+  const opener = projectionOpener(options, () => db);
+  const projection = projectionOf(options, opener);
   const projectionConnection = projection.connection;
   const probeWrites = cachedWriteProbe(options.path);
   const recovery = new ReadOnlyRecovery(options);
@@ -124,6 +142,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
     kind: "sqlite",
     projectionAside: projection.aside,
     ...ledger,
+    ...afterRequests(ledger, projection),
     migrate: async () => migrateWithProjection(db, projectionConnection),
     ping: async () => probeWrites(db),
     close: async () => {

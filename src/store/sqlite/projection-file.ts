@@ -37,6 +37,39 @@ const TABLES = [
 
 const s = PROJECTION_SCHEMA;
 
+/**
+ * A ranked board's tables: its entries keyed by `key` and the address's 20 bytes, the ranking
+ * index, and the bands the triggers keep (domain/leaderboard.ts rankBandOf): the all-time boards'
+ * and the window boards' have this one shape (SQLite migrations 15 and 16).
+ */
+function rankedTablesSql(name: "board" | "window", key: string): string {
+  const [entries, bands] = [`${name}_entries`, `${name}_bands`];
+  return `
+  CREATE TABLE IF NOT EXISTS ${s}.${entries} (
+    ${key} INTEGER NOT NULL,
+    address BLOB NOT NULL CHECK (length(address) = 20),
+    points_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(points_q) = 'integer' AND points_q >= 0),
+    ${amountColumns("points")},
+    PRIMARY KEY (${key}, address)
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS ${s}.${name}_ranking ON ${entries} (${key}, points_q DESC, points_w DESC, points_f DESC, address);
+  CREATE TABLE IF NOT EXISTS ${s}.${bands} (
+    ${key} INTEGER NOT NULL,
+    band INTEGER NOT NULL,
+    entries INTEGER NOT NULL CHECK (entries >= 0),
+    PRIMARY KEY (${key}, band)
+  ) WITHOUT ROWID;
+  CREATE TRIGGER IF NOT EXISTS ${s}.${bands}_on_insert AFTER INSERT ON ${entries} BEGIN
+    INSERT INTO ${bands} (${key}, band, entries) VALUES (new.${key}, ${rankBand("new")}, 1)
+      ON CONFLICT (${key}, band) DO UPDATE SET entries = entries + 1;
+  END;
+  CREATE TRIGGER IF NOT EXISTS ${s}.${bands}_on_update AFTER UPDATE ON ${entries} WHEN ${rankBand("old")} <> ${rankBand("new")} BEGIN
+    UPDATE ${bands} SET entries = entries - 1 WHERE ${key} = old.${key} AND band = ${rankBand("old")};
+    INSERT INTO ${bands} (${key}, band, entries) VALUES (new.${key}, ${rankBand("new")}, 1)
+      ON CONFLICT (${key}, band) DO UPDATE SET entries = entries + 1;
+  END;`;
+}
+
 /** The file's tables (the shapes of SQLite migrations 15–17), created in the attached schema. */
 const SCHEMA_SQL = `
   CREATE TABLE IF NOT EXISTS ${s}.projection_through (
@@ -51,29 +84,7 @@ const SCHEMA_SQL = `
     finalized_batches INTEGER NOT NULL DEFAULT 0,
     UNIQUE (contract, point_type)
   );
-  CREATE TABLE IF NOT EXISTS ${s}.board_entries (
-    board INTEGER NOT NULL,
-    address BLOB NOT NULL CHECK (length(address) = 20),
-    points_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(points_q) = 'integer' AND points_q >= 0),
-    ${amountColumns("points")},
-    PRIMARY KEY (board, address)
-  ) WITHOUT ROWID;
-  CREATE INDEX IF NOT EXISTS ${s}.board_ranking ON board_entries (board, points_q DESC, points_w DESC, points_f DESC, address);
-  CREATE TABLE IF NOT EXISTS ${s}.board_bands (
-    board INTEGER NOT NULL,
-    band INTEGER NOT NULL,
-    entries INTEGER NOT NULL CHECK (entries >= 0),
-    PRIMARY KEY (board, band)
-  ) WITHOUT ROWID;
-  CREATE TRIGGER IF NOT EXISTS ${s}.board_bands_on_insert AFTER INSERT ON board_entries BEGIN
-    INSERT INTO board_bands (board, band, entries) VALUES (new.board, ${rankBand("new")}, 1)
-      ON CONFLICT (board, band) DO UPDATE SET entries = entries + 1;
-  END;
-  CREATE TRIGGER IF NOT EXISTS ${s}.board_bands_on_update AFTER UPDATE ON board_entries WHEN ${rankBand("old")} <> ${rankBand("new")} BEGIN
-    UPDATE board_bands SET entries = entries - 1 WHERE board = old.board AND band = ${rankBand("old")};
-    INSERT INTO board_bands (board, band, entries) VALUES (new.board, ${rankBand("new")}, 1)
-      ON CONFLICT (board, band) DO UPDATE SET entries = entries + 1;
-  END;
+  ${rankedTablesSql("board", "board")}
   CREATE TABLE IF NOT EXISTS ${s}.received_daily (
     address BLOB NOT NULL CHECK (length(address) = 20),
     board INTEGER NOT NULL,
@@ -101,29 +112,7 @@ const SCHEMA_SQL = `
     seq INTEGER NOT NULL,
     PRIMARY KEY (window_id, seq)
   ) WITHOUT ROWID;
-  CREATE TABLE IF NOT EXISTS ${s}.window_entries (
-    window_id INTEGER NOT NULL,
-    address BLOB NOT NULL CHECK (length(address) = 20),
-    points_q INTEGER NOT NULL DEFAULT 0 CHECK (typeof(points_q) = 'integer' AND points_q >= 0),
-    ${amountColumns("points")},
-    PRIMARY KEY (window_id, address)
-  ) WITHOUT ROWID;
-  CREATE INDEX IF NOT EXISTS ${s}.window_ranking ON window_entries (window_id, points_q DESC, points_w DESC, points_f DESC, address);
-  CREATE TABLE IF NOT EXISTS ${s}.window_bands (
-    window_id INTEGER NOT NULL,
-    band INTEGER NOT NULL,
-    entries INTEGER NOT NULL CHECK (entries >= 0),
-    PRIMARY KEY (window_id, band)
-  ) WITHOUT ROWID;
-  CREATE TRIGGER IF NOT EXISTS ${s}.window_bands_on_insert AFTER INSERT ON window_entries BEGIN
-    INSERT INTO window_bands (window_id, band, entries) VALUES (new.window_id, ${rankBand("new")}, 1)
-      ON CONFLICT (window_id, band) DO UPDATE SET entries = entries + 1;
-  END;
-  CREATE TRIGGER IF NOT EXISTS ${s}.window_bands_on_update AFTER UPDATE ON window_entries WHEN ${rankBand("old")} <> ${rankBand("new")} BEGIN
-    UPDATE window_bands SET entries = entries - 1 WHERE window_id = old.window_id AND band = ${rankBand("old")};
-    INSERT INTO window_bands (window_id, band, entries) VALUES (new.window_id, ${rankBand("new")}, 1)
-      ON CONFLICT (window_id, band) DO UPDATE SET entries = entries + 1;
-  END;`;
+  ${rankedTablesSql("window", "window_id")}`;
 
 /**
  * Attaches the ledger's projection file to `db` as `projection` (created when missing). With
