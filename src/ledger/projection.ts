@@ -25,6 +25,7 @@ export const NOTHING_APPLIED: ProjectionStep = { applied: 0, transfers: 0, throu
 /** The step's first transaction, on the ledger's writer: the cut, and the fence raised to it (null: nothing to do). */
 export async function cutProjection<Db>(database: LedgerDatabase<Db>, limit: number, nowMs: number): Promise<ProjectionCut | null> {
   return inTransaction(database, function* (ports, db) {
+    if (!(yield* io(ports.projection.applierFree(db)))) return null;
     const { throughMs, head } = yield* io(ports.projection.queueHead(db, limit + 1));
     const cutMs = projectionCut(head, limit, throughMs, nowMs);
     if (cutMs === null) return null;

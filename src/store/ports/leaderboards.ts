@@ -173,6 +173,12 @@ export interface ProjectionPort<Db, out M extends Io = Io> {
   queueHead(db: Db, limit: number): Out<M, { throughMs: number; head: number[] }>;
   /** Raises the fence to `fenceMs` (never lowers it). */
   raiseFence(db: Db, fenceMs: number): Out<M, void>;
+  /**
+   * A step's first transaction, before it cuts: false while another instance's pass holds the
+   * applier's lock (PostgreSQL: the same advisory lock, tried, so the cut of a step that could not
+   * apply neither raises the fence nor waits for the finalizations in flight; SQLite: one process).
+   */
+  applierFree(db: Db): Out<M, boolean>;
   /** A pass's second transaction: whether this one may apply (PostgreSQL: a transaction advisory lock, tried; SQLite: the one writer). */
   claimApplier(db: Db): Out<M, boolean>;
   /** Takes the queued batches finalized at or before throughMs off the queue (deleted in this transaction), in (finalizedAt, seq) order. */

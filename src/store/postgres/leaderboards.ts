@@ -182,6 +182,11 @@ async function claimApplier(db: Queryable): Promise<boolean> {
   return tryTransactionLock(db, "pl-pj-claim", PROJECTION_LOCK_KEY);
 }
 
+/** Tried in the cut's transaction too: while another instance applies, this one's step cuts nothing (measured: docs/performance.md). */
+async function applierFree(db: Queryable): Promise<boolean> {
+  return tryTransactionLock(db, "pl-pj-cut-claim", PROJECTION_LOCK_KEY);
+}
+
 /** The queue's rows by throughMs, deleted and returned with their batches; the time is the queue's (the flow checks the batch's against it). */
 async function takeQueued(db: Queryable, throughMs: number): Promise<QueuedBatch[]> {
   const { rows } = await db.query<BatchRow & { queued_at_ms: string }>({
@@ -347,6 +352,7 @@ export const projection = {
   enqueue,
   queueHead,
   raiseFence,
+  applierFree,
   claimApplier,
   takeQueued,
   applyBatches,

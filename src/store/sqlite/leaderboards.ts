@@ -270,6 +270,7 @@ export const projection = {
   enqueue,
   queueHead,
   raiseFence,
+  applierFree: () => true,
   claimApplier,
   takeQueued,
   applyBatches,
