@@ -5,6 +5,7 @@ import type { AddressKey } from "../src/domain/address.js";
 import type { BatchStatus, PointType, Transfer } from "../src/domain/batch.js";
 import { ALL_TIME, DAY_MS, rankBandOf, rankPage, type BoardPosition, type DayWindow } from "../src/domain/leaderboard.js";
 import { UNITS_PER_POINT } from "../src/domain/points.js";
+import { PROJECTION_BACKLOG_GRACE_MS } from "../src/domain/limits.js";
 import { ProjectionJob } from "../src/worker/projection.js";
 import { ManualClock } from "../src/clock.js";
 import { WindowBoardsJob } from "../src/worker/window-boards.js";
@@ -586,7 +587,7 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
       expect((await store.verify()).filter((v) => v.invariant === 5)).toEqual([]);
     });
 
-    it("beside a finalizer draining a backlog, the job takes a step, then waits out its share of the time, then catches up once the drain ends (all at once where its passes run aside)", async () => {
+    it("beside a finalizer draining a backlog, the job steps aside for the grace, then takes a step and waits out its share of the time, then catches up once the drain ends (all at once where its passes run aside)", async () => {
       const store = (await fixture.freshStore())!;
       const run = new Run(store, generator(seed));
       const [contract] = [randomAddress()];
@@ -607,6 +608,12 @@ export function leaderboardsSuite(name: string, fixture: LeaderboardsFixture): v
         await expectBoard(store, run.model, { contract: contract!, pointType: "PHASE2_POINTS", window: ALL_TIME }, 3);
         return;
       }
+      await job.runOnce();
+      expect(await queued(), "no step in the drain's first seconds").toBe(6);
+      clock.advance(PROJECTION_BACKLOG_GRACE_MS - 1);
+      await job.runOnce();
+      expect(await queued(), "none until the grace is over").toBe(6);
+      clock.advance(1);
       await job.runOnce();
       expect(await queued(), "one step beside the drain").toBe(5);
       await job.runOnce();

@@ -228,9 +228,18 @@ export const PROJECTION_FIRST_STEP = 4;
  * 239,000 in steps of 32, 357,000 in steps of 64). `npm run bench -- --short`, one run each:
  * 150 ms caught up at 110,637 transfers/s with a mixed-phase lag p99 of 2,047 ms; 300 ms at
  * 171,059/s and 940 ms. On SQLite the pass runs in the projection's thread and holds no event
- * loop; on PostgreSQL and inline SQLite it holds the process that long (docs/performance.md).
+ * loop; inline SQLite (tests, :memory:) holds the process that long (docs/performance.md).
  */
 export const PROJECTION_STEP_TARGET_MS = 300;
+/**
+ * The same on PostgreSQL, where a pass holds no event loop (the process awaits it) but only the
+ * applier's lock, which a read asking for a new window board waits for. A pass applies whole ties
+ * of finalization times, a finalizer pass's batches each: at 300 ms one tie already overran it and
+ * steps fell to one tie each, 25 batches with two processes, so the catch-up applied 99,410–101,759
+ * transfers/s (1.1–1.3 × the drain); at 1,000 ms steps join ties: 170,171/s, 0.65 × the drain
+ * (bench --short, 2 processes).
+ */
+export const PROJECTION_STEP_TARGET_MS_POSTGRES = 1_000;
 /**
  * Between runs that found the queue empty (or, on PostgreSQL, another instance applying): a batch
  * waits at most this long, and a run gathers this long's batches into one pass. Measured (bench
@@ -240,14 +249,20 @@ export const PROJECTION_STEP_TARGET_MS = 300;
 export const PROJECTION_INTERVAL_MS = 100;
 export const PROJECTION_IDLE_ADVANCE_MS = 1_000;
 /**
- * Beside a finalizer draining a backlog, the projection's steps take at most this share of the
- * time (after a step of d ms it waits d × (1 − share) / share). The finalization is the service's
- * job, but `through` should not stand still for the whole drain and then take twice the drain to
- * catch up. Measured (bench --short, SQLite, quiet machine): catch-up 2.0 × the drain with no
- * share (and with 0.05), 1.4 × at 0.15, for a drain about a quarter slower (docs/performance.md).
+ * Beside a finalizer draining a backlog, the projection first steps aside for
+ * PROJECTION_BACKLOG_GRACE_MS: a burst of batches due at once (a program's daily drop) drains at
+ * the finalizer's full speed and the boards catch up right after it, since the projection applies
+ * faster than the finalizer finalizes. Measured (bench --short, PostgreSQL, one process, quiet
+ * machine): with a share from the drain's start the drain ran at 85,397–94,132 transfers/s (0.15)
+ * and 100,050–102,751 (0.05) against 114,693–118,092 with the projection aside, whose catch-up
+ * then took 5.6–5.8 s for drains of 7.8–8.5 s (0.68–0.74 ×). A longer backlog would otherwise
+ * leave `through` standing still for all of it: past the grace the steps take at most
+ * PROJECTION_BACKLOG_SHARE of the time (after a step of d ms the job waits d × (1 − share) /
+ * share; on SQLite with the passes inline, catch-up 2.0 × the drain with no share, 1.4 × at 0.15).
  * Where the passes run on another thread (SQLite's, LeaderboardsStore.projectionAside) the job
- * takes no share: it runs beside the drain at full speed (catch-up 0.1–0.4 × the drain).
+ * neither waits nor shares: it runs beside the drain at full speed (catch-up 0.1–0.4 × the drain).
  */
+export const PROJECTION_BACKLOG_GRACE_MS = 30_000;
 export const PROJECTION_BACKLOG_SHARE = 0.15;
 /** A batch due this long and still PENDING means the finalizers have a backlog (the projection defers to them). */
 export const PROJECTION_BACKLOG_DUE_MS = 1_000;

@@ -10,6 +10,7 @@ import { PurgeJob } from "./purge.js";
 import { TransparencyLogJob } from "./tlog.js";
 import { logSigningOf } from "../auth/log-signing-key.js";
 import { WindowBoardsJob } from "./window-boards.js";
+import { PROJECTION_STEP_TARGET_MS, PROJECTION_STEP_TARGET_MS_POSTGRES } from "../domain/limits.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
@@ -62,7 +63,11 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
   const projection = new ProjectionJob(
     store,
     clock,
-    { finalizerDraining: () => finalize.isDraining, nextFinalizeAtMs: () => store.nextFinalizeAtMs() },
+    {
+      finalizerDraining: () => finalize.isDraining,
+      nextFinalizeAtMs: () => store.nextFinalizeAtMs(),
+      stepTargetMs: store.kind === "postgres" ? PROJECTION_STEP_TARGET_MS_POSTGRES : PROJECTION_STEP_TARGET_MS,
+    },
     metrics,
     log.child({ job: "projection" }),
   );

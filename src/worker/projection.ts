@@ -4,6 +4,7 @@ import { JobLoop } from "../job-loop.js";
 import {
   HISTORY_BACKFILL_MAX_STEPS,
   PROJECTION_BACKLOG_DUE_MS,
+  PROJECTION_BACKLOG_GRACE_MS,
   PROJECTION_BACKLOG_SHARE,
   PROJECTION_INTERVAL_MS,
   PROJECTION_FIRST_STEP,
@@ -17,7 +18,9 @@ import type { LeaderboardsStore } from "../store/store.js";
 export interface ProjectionJobOptions {
   intervalMs?: number;
   maxStepSize?: number;
-  /** True while this process's finalizer drains a backlog: the projection then takes PROJECTION_BACKLOG_SHARE of the time beside it. */
+  /** The time a step should take (PROJECTION_STEP_TARGET_MS, or the PostgreSQL one). */
+  stepTargetMs?: number;
+  /** True while this process's finalizer drains a backlog: the projection then steps aside (PROJECTION_BACKLOG_GRACE_MS, then its share). */
   finalizerDraining?: () => boolean;
   /**
    * The earliest finalizeAt of a batch still PENDING, from the database (any instance's): one due
@@ -31,20 +34,23 @@ export interface ProjectionJobOptions {
  * The projection job (src/ledger/projection.ts): applies the finalized batches to the read models
  * in bounded steps, run in every process (on PostgreSQL one instance applies at a time; the
  * others' steps find the lock taken and apply nothing). Steps are sized to
- * PROJECTION_STEP_TARGET_MS (halved after a slow one, doubled after a quick one, from
+ * PROJECTION_STEP_TARGET_MS or its PostgreSQL value (halved after a slow one, doubled after a quick one, from
  * PROJECTION_FIRST_STEP up to PROJECTION_MAX_STEP): a larger pass writes each distinct recipient
  * once for more transfers.
- * While the finalizer drains a backlog the job steps mostly aside (the finalization is the
- * service's job; `through` falls behind and every answer says so): its steps then take at most
- * PROJECTION_BACKLOG_SHARE of the time, so it catches up soon after the drain, and at full speed
- * once the finalizer is idle. Where the store runs the passes on another thread (SQLite's
+ * While the finalizer drains a backlog the job steps aside (the finalization is the service's
+ * job; `through` falls behind and every answer says so): for the first PROJECTION_BACKLOG_GRACE_MS
+ * it takes no step, so a burst drains at full speed and the job catches up right after it; a
+ * longer backlog gets steps that take at most PROJECTION_BACKLOG_SHARE of the time, so `through`
+ * keeps moving, and the job runs at full speed once the finalizer is idle. Where the store runs the passes on another thread (SQLite's
  * worker, LeaderboardsStore.projectionAside) they take none of the finalizer's time: the job then
  * runs at full speed beside a backlog too.
  */
 export class ProjectionJob {
   private stepSize: number;
-  /** Under a backlog: when the next step may run (its share of the time, PROJECTION_BACKLOG_SHARE). */
+  /** Under a backlog: when the next step may run (the grace, then its share of the time). */
   private besideAtMs = 0;
+  /** Whether the last turn found a backlog (the grace starts when one is first seen). */
+  private inBacklog = false;
   private readonly loop = new JobLoop(
     async () => ((await this.runOnce()) ? 0 : this.intervalMs),
     (error) => {
@@ -91,8 +97,9 @@ export class ProjectionJob {
       const tookMs = performance.now() - startedMs;
       if (turn === "beside") this.besideAtMs = this.clock.now() + (tookMs * (1 - PROJECTION_BACKLOG_SHARE)) / PROJECTION_BACKLOG_SHARE;
       if (!step.more) return false;
-      if (tookMs > PROJECTION_STEP_TARGET_MS) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
-      else if (tookMs < PROJECTION_STEP_TARGET_MS * 0.75) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
+      const targetMs = this.options.stepTargetMs ?? PROJECTION_STEP_TARGET_MS;
+      if (tookMs > targetMs) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
+      else if (tookMs < targetMs * 0.75) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
       if (turn === "beside") return false;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
@@ -116,12 +123,20 @@ export class ProjectionJob {
   }
 
   /**
-   * Whether this step runs: "run" without a backlog; beside one, "beside" (one step, then a wait
-   * that keeps the job to its share of the time) or "defer" (skip it) while that wait lasts.
+   * Whether this step runs: "run" without a backlog; beside one, "defer" (skip it) through the
+   * grace and through the wait after each step, or "beside" (one step, then that wait).
    */
   private async turn(): Promise<"run" | "defer" | "beside"> {
-    if (this.store.projectionAside || !(await this.backlog())) return "run";
-    return this.clock.now() < this.besideAtMs ? "defer" : "beside";
+    if (this.store.projectionAside || !(await this.backlog())) {
+      this.inBacklog = false;
+      return "run";
+    }
+    const nowMs = this.clock.now();
+    if (!this.inBacklog) {
+      this.inBacklog = true;
+      this.besideAtMs = nowMs + PROJECTION_BACKLOG_GRACE_MS;
+    }
+    return nowMs < this.besideAtMs ? "defer" : "beside";
   }
 
   private record(finalizedAtMs: readonly number[], transfers: number): void {
