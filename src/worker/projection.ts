@@ -34,16 +34,16 @@ export interface ProjectionJobOptions {
  * The projection job (src/ledger/projection.ts): applies the finalized batches to the read models
  * in bounded steps, run in every process (on PostgreSQL one instance applies at a time; the
  * others' steps find the lock taken and apply nothing). Steps are sized to
- * PROJECTION_STEP_TARGET_MS or its PostgreSQL value (halved after a slow one, doubled after a quick one, from
- * PROJECTION_FIRST_STEP up to PROJECTION_MAX_STEP): a larger pass writes each distinct recipient
- * once for more transfers.
+ * PROJECTION_STEP_TARGET_MS or its PostgreSQL value (halved after a slow one, doubled after a
+ * quick one, from PROJECTION_FIRST_STEP up to PROJECTION_MAX_STEP): a larger pass writes each
+ * distinct recipient once for more transfers.
  * While the finalizer drains a backlog the job steps aside (the finalization is the service's
  * job; `through` falls behind and every answer says so): for the first PROJECTION_BACKLOG_GRACE_MS
  * it takes no step, so a burst drains at full speed and the job catches up right after it; a
  * longer backlog gets steps that take at most PROJECTION_BACKLOG_SHARE of the time, so `through`
- * keeps moving, and the job runs at full speed once the finalizer is idle. Where the store runs the passes on another thread (SQLite's
- * worker, LeaderboardsStore.projectionAside) they take none of the finalizer's time: the job then
- * runs at full speed beside a backlog too.
+ * keeps moving, and the job runs at full speed once the finalizer is idle. Where the store runs
+ * the passes on another thread (SQLite's worker, LeaderboardsStore.projectionAside) they take
+ * none of the finalizer's time: the job then runs at full speed beside a backlog too.
  */
 export class ProjectionJob {
   private stepSize: number;
