@@ -77,6 +77,10 @@ export class ProjectionJob {
     return this.options.maxStepSize ?? PROJECTION_MAX_STEP;
   }
 
+  private get stepTargetMs(): number {
+    return this.options.stepTargetMs ?? PROJECTION_STEP_TARGET_MS;
+  }
+
   start(): void {
     this.loop.start();
   }
@@ -97,9 +101,8 @@ export class ProjectionJob {
       const tookMs = performance.now() - startedMs;
       if (turn === "beside") this.besideAtMs = this.clock.now() + (tookMs * (1 - PROJECTION_BACKLOG_SHARE)) / PROJECTION_BACKLOG_SHARE;
       if (!step.more) return false;
-      const targetMs = this.options.stepTargetMs ?? PROJECTION_STEP_TARGET_MS;
-      if (tookMs > targetMs) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
-      else if (tookMs < targetMs * 0.75) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
+      if (tookMs > this.stepTargetMs) this.stepSize = Math.max(1, Math.floor(this.stepSize / 2));
+      else if (tookMs < this.stepTargetMs * 0.75) this.stepSize = Math.min(this.maxStepSize, this.stepSize * 2);
       if (turn === "beside") return false;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
