@@ -238,3 +238,44 @@ describe.skipIf(!DATABASE_URL_TEST)("two PostgreSQL instances logging at once", 
     }
   });
 });
+
+describe.skipIf(!DATABASE_URL_TEST)("the log's reading order on PostgreSQL", () => {
+  // Issue 37: the log read `tx::text AS tx … ORDER BY tx`, which sorts by the text alias, so once
+  // transaction ids crossed a power of ten ("1000" < "988") a step jumped past the events between
+  // and lost them, or went back over logged ones and stopped for good. On a new cluster xids cross
+  // 1,000 and 10,000 in the first minutes. Here the events' transaction ids are set to straddle 100
+  // (older than any running transaction, so every reader may read them) and the purge keeps up.
+  it("logs events whose transaction ids cross a power of ten in their numeric order, each once, and the purge follows it", async () => {
+    const schema = await createTestSchema(DATABASE_URL_TEST!);
+    const store = schema.openStore();
+    try {
+      await store.migrate();
+      const contract = randomAddress();
+      const createdAtMs = Date.UTC(2026, 0, 1);
+      for (let i = 0; i < 12; i++) {
+        await store.credit({ address: contract, creditId: `c${i}`, pointType: "PHASE2_POINTS", amount: 10n ** 12n, createdAtMs });
+      }
+      // Twelve credits, one event each, given transaction ids 94…105 in reverse of their seq order.
+      await schema.query(
+        "UPDATE events SET tx = (106 - rn)::text::xid8 FROM (SELECT seq AS s, row_number() OVER (ORDER BY seq) AS rn FROM events) AS r WHERE seq = r.s",
+      );
+      const expected = (await schema.query<{ event_id: string }>("SELECT event_id FROM events ORDER BY tx, seq")).map(
+        (row) => row.event_id,
+      );
+      expect(expected).toHaveLength(12);
+      // Small steps, as the job's first steps are: each must continue in numeric order.
+      for (const limit of [1, 2, 3, 1, 5]) await store.appendToLog(limit, Date.now(), testLogSigning());
+      await logEverything(store);
+      const listed = await allEvents(store);
+      expect(listed.map((event) => event.id)).toEqual(expected);
+      expect(listed.map((event) => event.logIndex)).toEqual(expected.map((_, i) => i));
+      // The purge reads the same order: everything is older than the retention cut, all is logged.
+      expect(await store.purgeEvents(Date.now(), 5)).toBe(5);
+      const left = await schema.query<{ event_id: string }>("SELECT event_id FROM events ORDER BY tx, seq");
+      expect(left.map((row) => row.event_id)).toEqual(expected.slice(5));
+    } finally {
+      await store.close();
+      await schema.drop();
+    }
+  });
+});

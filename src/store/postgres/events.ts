@@ -60,6 +60,44 @@ export interface EventRow {
   log_index: string | null;
 }
 
+/**
+ * Which events a reader may read past (every reader of the log in order: the events API, the
+ * transparency log, the purge, the publishers): those of transactions older than every one still
+ * running, as the statement's own snapshot sees them. Written once, here.
+ */
+const COMMITTED = "events.tx < pg_snapshot_xmin(pg_current_snapshot())";
+
+/**
+ * The committed events after the position ($1 tx, $2 seq), `filter` and `limit` (SQL text, a
+ * parameter) applied, in the log's one order. The order is the xid8 column's: this subquery returns
+ * `tx` as xid8, and a caller converts it to text outside it. A text alias named `tx` in the same
+ * SELECT would be what `ORDER BY tx` sorts by (PostgreSQL resolves ORDER BY names to output columns
+ * first): "10000" < "9971", so a reader whose transaction ids crossed a power of ten jumped past every
+ * event in between and lost them (issue 37; on a new cluster xids cross 1,000 and 10,000 within minutes).
+ */
+function committedAfterSql(filter: string, limit: string): string {
+  return `SELECT events.tx, events.seq, event_id, type, stream, occurred_at_ms, actor, data, log_index FROM events
+          WHERE (events.tx, events.seq) > ($1::xid8, $2::bigint) AND ${COMMITTED} ${filter}
+          ORDER BY events.tx, events.seq LIMIT ${limit}`;
+}
+
+/** Up to `limit` committed events after `position` ([tx, seq]) in the log's one order; `filter` may use $4 on. */
+export async function committedEventsAfter(
+  db: Queryable,
+  name: string,
+  position: readonly [string, string],
+  limit: number,
+  filter = "",
+): Promise<EventRow[]> {
+  const { rows } = await db.query<EventRow>({
+    name,
+    text: `SELECT e.tx::text AS tx, e.seq, e.event_id, e.type, e.stream, e.occurred_at_ms, e.actor, e.data, e.log_index
+           FROM (${committedAfterSql(filter, "$3")}) AS e ORDER BY e.tx, e.seq`,
+    values: [position[0], position[1], limit],
+  });
+  return rows;
+}
+
 export function toStoredEvent(row: EventRow): StoredEvent {
   return eventOfRow(row, `${row.tx}.${row.seq}`, row.data);
 }
@@ -90,22 +128,17 @@ export async function listEvents(db: Queryable, query: EventQuery): Promise<Even
   const purged = await purgedThrough(db);
   if (query.after !== null && before(after, purged)) return { kind: "expired" };
   const start = before(after, purged) ? purged : after;
-  // One statement, so one snapshot: the page, and the newest visible position of all (one row
+  // One statement, so one snapshot (pg_current_snapshot() is the statement's): the page, and the newest visible position of all (one row
   // even when the page is empty). A page that is not full read everything there is, so the next
   // call may start at that newest position: a reader of a quiet stream (or of a filter) moves on,
   // and its cursor never falls behind the retained events. Anything that becomes visible later
   // has a transaction at or past this snapshot's xmin, so it sorts after that position.
   const { rows } = await db.query<Partial<EventRow> & { newest: string | null }>({
     name: "pl-list-events",
-    text: `WITH visible AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
-           page AS (
-             SELECT tx, seq, event_id, type, stream, occurred_at_ms, actor, data, log_index FROM events, visible
-             WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < visible.xmin
-               AND ($3::text IS NULL OR stream = $3) AND ($4::text[] IS NULL OR type = ANY($4))
-             ORDER BY tx, seq LIMIT $5),
+    text: `WITH page AS (${committedAfterSql("AND ($3::text IS NULL OR stream = $3) AND ($4::text[] IS NULL OR type = ANY($4))", "$5")}),
            newest AS (
-             SELECT tx::text || '.' || seq AS position FROM events, visible
-             WHERE tx < visible.xmin ORDER BY tx DESC, seq DESC LIMIT 1)
+             SELECT tx::text || '.' || seq AS position FROM events
+             WHERE ${COMMITTED} ORDER BY events.tx DESC, events.seq DESC LIMIT 1)
            SELECT page.tx::text AS tx, page.seq, page.event_id, page.type, page.stream, page.occurred_at_ms, page.actor, page.data, page.log_index,
                   (SELECT position FROM newest) AS newest
            FROM (SELECT 1) AS one LEFT JOIN page ON true
@@ -133,14 +166,13 @@ export async function listEvents(db: Queryable, query: EventQuery): Promise<Even
  */
 export async function purgeEvents(db: Queryable, beforeMs: number, limit: number): Promise<number> {
   const purged = await purgedThrough(db);
-  const { rows } = await db.query<{ tx: string; seq: string; occurred_at_ms: string }>({
-    name: "pl-oldest-events",
-    text: `SELECT tx::text AS tx, seq, occurred_at_ms FROM events
-           WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
-             AND (tx, seq) <= (SELECT position_tx, position_seq FROM log_state WHERE id = 1)
-           ORDER BY tx, seq LIMIT $3`,
-    values: [purged[0], purged[1], limit],
-  });
+  const rows = await committedEventsAfter(
+    db,
+    "pl-oldest-events",
+    purged,
+    limit,
+    "AND (tx, seq) <= (SELECT position_tx, position_seq FROM log_state WHERE id = 1)",
+  );
   let last: EventRow | undefined;
   for (const row of rows) {
     if (toNumber(row.occurred_at_ms) >= beforeMs) break;
@@ -149,7 +181,7 @@ export async function purgeEvents(db: Queryable, beforeMs: number, limit: number
   if (!last) return 0;
   const { rowCount } = await db.query({
     name: "pl-purge-events",
-    text: "DELETE FROM events WHERE (tx, seq) <= ($1::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())",
+    text: `DELETE FROM events WHERE (tx, seq) <= ($1::xid8, $2::bigint) AND ${COMMITTED}`,
     values: [last.tx, last.seq],
   });
   await db.query({

@@ -2,15 +2,15 @@ import type { AddressKey } from "../../domain/address.js";
 import type { Tile, TileKey } from "../../domain/tlog.js";
 import type { LogState, LoggedEvent, StoredCheckpoint, TransparencyLogPort } from "../ports/tlog.js";
 import { toNumber, type Queryable } from "./db.js";
-import { toStoredEvent, type EventRow } from "./events.js";
+import { committedEventsAfter, toStoredEvent } from "./events.js";
 
 /**
  * The transparency log on PostgreSQL (ports/tlog.ts). Several instances run the logging job; each
  * step takes a transaction advisory lock, tried, so one logs at a time and the others skip (no
  * transaction id is taken before the events are read, so the logger's own transaction never holds
- * back the snapshot's xmin). Events are read as the event log reads them (events.ts): in (tx, seq)
- * order, only those of transactions older than every one still running, an order that only grows
- * at its end; a position is "<tx>.<seq>".
+ * back the snapshot's xmin). Events are read by the event log's one reading rule (events.ts
+ * committedEventsAfter): in (tx, seq) order, only those of transactions older than every one still
+ * running, an order that only grows at its end; a position is "<tx>.<seq>".
  */
 
 /** Key of the transaction advisory lock a logging step runs under; beside db.ts's and leaderboards.ts's, unique to this service. */
@@ -55,15 +55,8 @@ async function logState(db: Queryable): Promise<LogState> {
 }
 
 async function eventsToLog(db: Queryable, position: string, limit: number) {
-  const [tx, seq] = position.split(".");
-  const { rows } = await db.query<EventRow>({
-    name: "pl-log-events",
-    text: `SELECT tx::text AS tx, seq, event_id, type, stream, occurred_at_ms, actor, data, log_index FROM events
-           WHERE (tx, seq) > ($1::xid8, $2::bigint) AND tx < pg_snapshot_xmin(pg_current_snapshot())
-           ORDER BY tx, seq LIMIT $3`,
-    values: [tx, seq, limit],
-  });
-  return rows.map(toStoredEvent);
+  const [tx, seq] = position.split(".") as [string, string];
+  return (await committedEventsAfter(db, "pl-log-events", [tx, seq], limit)).map(toStoredEvent);
 }
 
 async function readTiles(db: Queryable, keys: readonly TileKey[]): Promise<Tile[]> {
