@@ -16,6 +16,8 @@ const common = {
 
 export default defineConfig({
   test: {
+    // A PostgreSQL cluster with the defaults beside the machine's (test/global-setup.ts).
+    globalSetup: ["test/global-setup.ts"],
     // End-to-end suites start server processes; keep the 2-core machine from thrashing.
     maxWorkers: 2,
     reporters: ["default"],

@@ -5,7 +5,15 @@ import { eventJson } from "../src/domain/events.js";
 import { openNote, parseCheckpoint, parseVerifierKey, verifierKey } from "../src/domain/signed-note.js";
 import type { LedgerStore, StoredCheckpoint } from "../src/store/store.js";
 import { temporarySqliteStore } from "./helpers/app-over-store.js";
-import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON } from "./helpers/postgres.js";
+import {
+  createTestSchema,
+  DATABASE_URL_TEST,
+  DATABASE_URL_TEST_DEFAULTS,
+  DEFAULTS_SKIP_REASON,
+  POSTGRES_TEST_CLUSTERS,
+  randomAddress,
+  SKIP_REASON,
+} from "./helpers/postgres.js";
 import { refLeaf, refVerifyConsistency, refVerifyInclusion } from "./helpers/rfc9162.js";
 import { logEverything, testLogSigning } from "./helpers/tlog.js";
 
@@ -24,15 +32,17 @@ interface Fixture {
 }
 
 const databases: [string, () => Promise<Fixture>][] = [["SQLite", async () => temporarySqliteStore()]];
-if (DATABASE_URL_TEST) {
+for (const [name, url] of POSTGRES_TEST_CLUSTERS) {
   databases.push([
-    "PostgreSQL",
+    name,
     async () => {
-      const schema = await createTestSchema(DATABASE_URL_TEST!);
+      const schema = await createTestSchema(url);
       return { store: schema.openStore(), remove: () => schema.drop() };
     },
   ]);
-} else console.warn(SKIP_REASON);
+}
+if (!DATABASE_URL_TEST) console.warn(SKIP_REASON);
+else if (!DATABASE_URL_TEST_DEFAULTS) console.warn(DEFAULTS_SKIP_REASON);
 
 const leafOf = (event: object) => {
   const { logIndex: _ignored, ...logged } = event as Record<string, unknown>;
@@ -172,9 +182,9 @@ describe.each(databases)("the transparency log on %s", (_name, open) => {
   });
 });
 
-describe.skipIf(!DATABASE_URL_TEST)("two PostgreSQL instances logging at once", () => {
+describe.each(POSTGRES_TEST_CLUSTERS)("two instances logging at once on %s", (_name, url) => {
   it("produce one log: every event once, none skipped, in the event log's order, every pair of checkpoints consistent", async () => {
-    const schema = await createTestSchema(DATABASE_URL_TEST!);
+    const schema = await createTestSchema(url);
     const stores = [schema.openStore(), schema.openStore()];
     try {
       await stores[0]!.migrate();
@@ -239,14 +249,14 @@ describe.skipIf(!DATABASE_URL_TEST)("two PostgreSQL instances logging at once", 
   });
 });
 
-describe.skipIf(!DATABASE_URL_TEST)("the log's reading order on PostgreSQL", () => {
+describe.each(POSTGRES_TEST_CLUSTERS)("the log's reading order on %s", (_name, url) => {
   // Issue 37: the log read `tx::text AS tx … ORDER BY tx`, which sorts by the text alias, so once
   // transaction ids crossed a power of ten ("1000" < "988") a step jumped past the events between
   // and lost them, or went back over logged ones and stopped for good. On a new cluster xids cross
   // 1,000 and 10,000 in the first minutes. Here the events' transaction ids are set to straddle 100
   // (older than any running transaction, so every reader may read them) and the purge keeps up.
   it("logs events whose transaction ids cross a power of ten in their numeric order, each once, and the purge follows it", async () => {
-    const schema = await createTestSchema(DATABASE_URL_TEST!);
+    const schema = await createTestSchema(url);
     const store = schema.openStore();
     try {
       await store.migrate();

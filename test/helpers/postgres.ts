@@ -10,6 +10,19 @@ import type { LedgerStore } from "../../src/store/store.js";
  */
 
 export const DATABASE_URL_TEST = process.env.DATABASE_URL_TEST;
+/**
+ * A cluster of the run's own made by initdb with PostgreSQL's default settings (autovacuum on),
+ * started by test/global-setup.ts where DATABASE_URL_TEST is set and the server binaries are there.
+ */
+export const DATABASE_URL_TEST_DEFAULTS = process.env.DATABASE_URL_TEST_DEFAULTS;
+export const DEFAULTS_SKIP_REASON =
+  "DATABASE_URL_TEST_DEFAULTS is unset: the tests on a PostgreSQL cluster with default settings are skipped (test/global-setup.ts makes one with initdb when DATABASE_URL_TEST is set and PostgreSQL's server binaries are installed)";
+/** The clusters PostgreSQL suites run on: the machine's, and the one with default settings when there is one. */
+export const POSTGRES_TEST_CLUSTERS: [string, string][] = [
+  ...(DATABASE_URL_TEST ? [["PostgreSQL", DATABASE_URL_TEST] as [string, string]] : []),
+  ...(DATABASE_URL_TEST_DEFAULTS ? [["PostgreSQL (initdb defaults)", DATABASE_URL_TEST_DEFAULTS] as [string, string]] : []),
+];
+
 export const SKIP_REASON =
   "DATABASE_URL_TEST is unset, PostgreSQL tests skipped (CI sets postgres://postgres@127.0.0.1:5432/points_ledger_test)";
 
