@@ -112,6 +112,11 @@ function databaseMetrics(registry: Registry) {
       help: "1 when the database answers and accepts writes (what GET /readyz checks), 0 when it is unreachable, full or read-only",
       registers: [registry],
     }),
+    logLagSeconds: new Gauge({
+      name: "points_log_lag_seconds",
+      help: "age of the oldest committed event the transparency log has not logged yet (0 when none): it grows while the log cannot advance",
+      registers: [registry],
+    }),
     batchesOverdue: new Gauge({
       name: "points_batches_overdue",
       help: `PENDING batches more than ${OVERDUE_BATCH_SECONDS} s past their finalizeAt (the whole database; counted up to ${OVERDUE_BATCHES_COUNTED_MAX})`,
@@ -122,12 +127,12 @@ function databaseMetrics(registry: Registry) {
 
 /**
  * Sets the database gauges just before a scrape: whether the database answers and accepts writes
- * (the store's readiness probe) and, when it does, how many batches are overdue. While it does not
+ * (the store's readiness probe) and, when it does, how many batches are overdue and the transparency log's lag. While it does not
  * answer, the overdue count keeps its last value: points_database_up says why it is stale.
  */
 export async function refreshDatabaseGauges(
   metrics: Metrics,
-  store: Pick<LedgerStore, "ping" | "countOverdueBatches">,
+  store: Pick<LedgerStore, "ping" | "countOverdueBatches" | "logStatus">,
   nowMs: number,
 ): Promise<void> {
   try {
@@ -139,6 +144,8 @@ export async function refreshDatabaseGauges(
   metrics.databaseUp.set(1);
   try {
     metrics.batchesOverdue.set(await store.countOverdueBatches(nowMs - OVERDUE_BATCH_SECONDS * 1000, OVERDUE_BATCHES_COUNTED_MAX));
+    const { oldestUnloggedAtMs } = await store.logStatus();
+    metrics.logLagSeconds.set(oldestUnloggedAtMs === null ? 0 : Math.max(0, nowMs - oldestUnloggedAtMs) / 1000);
   } catch {
     // The probe passed and the count failed: a database going away right now; the next scrape says so.
   }

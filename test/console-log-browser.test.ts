@@ -82,6 +82,7 @@ async function panel(page: Page, size: number) {
     origin: await field("origin"),
     root: await field("root"),
     signedAt: await field("signed-at"),
+    lag: await field("lag"),
     key: await field("key"),
     command: await log.getByTestId("witness-command").innerText(),
   };
@@ -129,6 +130,8 @@ describe.skipIf(!HAVE_CHROMIUM)("the transparency log in the console", () => {
     expect(shown.origin).toBe(before.origin);
     expect(shown.root).toBe(before.rootHash);
     expect(shown.key).toBe(await admin.log.key());
+    // Every committed event is in the tree: nothing waits (GET /v1/log/status's lag).
+    expect(shown.lag).toBe("nothing: every committed event is logged");
     // Signed a moment ago, to the second (Last-Modified), shown in UTC.
     const signedMs = Date.parse(shown.signedAt.replace(" UTC", "Z").replace(" ", "T"));
     expect(Math.abs(Date.now() - signedMs)).toBeLessThan(60_000);

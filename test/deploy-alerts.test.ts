@@ -161,6 +161,7 @@ describe("the metrics the rules and the dashboard query", () => {
         "PointsLedgerRateLimited",
         "PointsLedgerServerErrors",
         "PointsLedgerShedding",
+        "PointsLedgerTransparencyLogStalled",
         "PointsLedgerWebhookBacklog",
         "PointsLedgerWebhookDeliveriesFailing",
         "PointsLedgerWebhooksGivenUp",
@@ -302,6 +303,13 @@ const SCENARIOS: Record<string, Scenario> = {
     failing: [[`points_batches_overdue{${SVC}}`, "0 0 3 5 8 13x10"]],
     // An overdue batch that the finalizer caught up with within minutes.
     healthy: [[`points_batches_overdue{${SVC}}`, "0 2 1 0x10"]],
+  },
+  PointsLedgerTransparencyLogStalled: {
+    evalTime: "10m",
+    // The log stopped: its oldest unlogged event ages a minute a minute.
+    failing: [[`points_log_lag_seconds{${SVC}}`, "0 0+60x15"]],
+    // A log that keeps up, with one slow minute.
+    healthy: [[`points_log_lag_seconds{${SVC}}`, "0 1 0 45 0x10"]],
   },
   PointsLedgerFinalizerLagHigh: {
     evalTime: "15m",

@@ -12,6 +12,7 @@ import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { LedgerStore } from "../store/store.js";
 import { systemClock } from "../clock.js";
 import { runDemo } from "./demo.js";
+import { logLagViolations } from "../ledger/transparency-log.js";
 import { redactingLoggerOptions } from "../log-redaction.js";
 
 type Options = { id?: string | undefined; asset?: string | undefined; block?: string | undefined };
@@ -122,7 +123,7 @@ const credit: Command = async (args, options, config) => {
 
 const verify: Command = async (_args, _options, config) =>
   withStore(config(), async (store) => {
-    const violations = await store.verify();
+    const violations = [...(await store.verify()), ...logLagViolations(await store.logStatus(), Date.now())];
     for (const violation of violations) console.log(`invariant ${violation.invariant}: ${violation.message}`);
     console.log(violations.length === 0 ? "ledger verified: all invariants hold" : `${violations.length} violation(s)`);
     return violations.length === 0 ? 0 : 1;

@@ -19,7 +19,8 @@ const USAGE = `points-ledger <command>
   credit <address> <pointType> <points> [--id <creditId>] [--asset <ASSET>] [--block <n>]
                                           add points to an address's earnedCumulative
                                           (--asset/--block: what they were earned on, for byAsset)
-  verify                                  check every ledger invariant; exit 1 on a violation
+  verify                                  check every ledger invariant, and that the transparency log
+                                          has logged every event older than a minute; exit 1 on a violation
   demo                                    the whole flow on a temporary database
 ${OPS_USAGE}
 ${SNAPSHOT_USAGE}

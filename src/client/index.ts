@@ -14,6 +14,7 @@ export {
   verifyEventInclusion,
   type Checkpoint,
   type EventProof,
+  type LogStatus,
 } from "./log.js";
 export type { EventStreamOptions, StreamedEvent } from "./event-stream.js";
 export { consoleLoginUrl, parseConsoleLogin, type ConsoleLogin } from "./console-login.js";

@@ -82,6 +82,15 @@ export function verifyEventInclusion(event: LedgerEvent | object, proof: EventPr
   return proof.logIndex;
 }
 
+/** GET /v1/log/status. */
+export interface LogStatus {
+  treeSize: number;
+  checkpointSize: number | null;
+  checkpointSignedAt: string | null;
+  oldestUnloggedAt: string | null;
+  lagSeconds: number;
+}
+
 /** The client's `log`: fetch what the service publishes, and verify it locally. */
 export class TransparencyLog {
   constructor(
@@ -92,6 +101,19 @@ export class TransparencyLog {
   /** GET /v1/log/key: the verifier key. Pin the one you trust; do not take it from the service at every check. */
   async key(): Promise<string> {
     return (await this.transport.request<string>({ method: "GET", path: "/v1/log/key", idempotent: true, text: true })).trim();
+  }
+
+  /**
+   * GET /v1/log/status: how far the log has got (not signed: what the service says of itself).
+   * `lagSeconds` is the age of the oldest committed event not logged yet, 0 when none.
+   */
+  async status(): Promise<LogStatus> {
+    const { success: _success, ...status } = await this.transport.request<LogStatus & { success: true }>({
+      method: "GET",
+      path: "/v1/log/status",
+      idempotent: true,
+    });
+    return status;
   }
 
   /** GET /v1/log/checkpoint, its signature checked with `verifierKey`. */

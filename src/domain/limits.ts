@@ -341,3 +341,9 @@ export const MAX_WINDOW_BUDGET_KEYS = 100_000;
  */
 export const LOG_INTERVAL_MS = 200;
 export const LOG_MAX_STEP = 4096;
+/**
+ * `points-ledger verify` fails when a committed event older than this has no logIndex: events are
+ * logged about a second after their commit, so one a minute old means the log cannot advance (the
+ * alert PointsLedgerTransparencyLogStalled watches the same age, points_log_lag_seconds).
+ */
+export const LOG_VERIFY_LAG_BOUND_SECONDS = 60;

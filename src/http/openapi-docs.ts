@@ -620,6 +620,10 @@ export const logResponseDocs = {
     leafHash: "9yJjJYl0k5sVf8mZ9u0bqk9R0kq5j3r1XwL8mU1m2Vc=",
     proof: ["s9r0pFv3Wc0m1mO3T7tC3Yj0m1fQ0mHk2dV1s8V9lJY="],
   }),
+  status: ok(
+    "How far the log has got: the leaves in its tree, the latest checkpoint's size and signing time, and the oldest committed event it has not logged yet (null when none) with its age in seconds, the log's lag.",
+    { treeSize: 41_300, checkpointSize: 41_300, checkpointSignedAt: "2026-12-06T05:40:00.000Z", oldestUnloggedAt: null, lagSeconds: 0 },
+  ),
   consistency: ok("The consistency proof (RFC 9162 §2.1.4), hashes in base64.", {
     from: 41_000,
     to: 41_300,

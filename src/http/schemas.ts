@@ -627,6 +627,17 @@ export const LogResponses = {
     },
     docs.logResponseDocs.inclusion,
   ),
+  status: Type.Object(
+    {
+      success: Type.Literal(true),
+      treeSize: TreeSize,
+      checkpointSize: Type.Union([TreeSize, Type.Null()]),
+      checkpointSignedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+      oldestUnloggedAt: Type.Union([Type.String({ format: "date-time" }), Type.Null()]),
+      lagSeconds: Type.Number({ minimum: 0, description: "age of oldestUnloggedAt in seconds, to the millisecond (0 when none)" }),
+    },
+    docs.logResponseDocs.status,
+  ),
   consistency: Type.Object(
     {
       success: Type.Literal(true),

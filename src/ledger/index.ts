@@ -11,7 +11,7 @@ import { buildWindowBoards, cutProjection, NOTHING_APPLIED, passProjection } fro
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 import { webhookOperations } from "./webhooks.js";
-import { appendToLog, logCheckpoint, logConsistencyProof, logInclusionProof } from "./transparency-log.js";
+import { appendToLog, logCheckpoint, logConsistencyProof, logInclusionProof, logStatus } from "./transparency-log.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
@@ -49,6 +49,7 @@ export function ledgerOperations<Db, ReadDb>(
     ...webhookOperations(database),
     appendToLog: async (limit, nowMs, signing) => appendToLog(database, limit, nowMs, signing),
     logCheckpoint: async () => logCheckpoint(database),
+    logStatus: async () => logStatus(database),
     logInclusionProof: async (eventId, stream, treeSize) => logInclusionProof(database, eventId, stream, treeSize),
     logConsistencyProof: async (from, to) => logConsistencyProof(database, from, to),
   };

@@ -16,8 +16,10 @@ import {
   type Tile,
 } from "../domain/tlog.js";
 import type { AddressKey } from "../domain/address.js";
+import { LOG_VERIFY_LAG_BOUND_SECONDS } from "../domain/limits.js";
+import type { Violation } from "../store/ports/verify.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
-import type { ConsistencyAnswer, InclusionAnswer, LogSigning, LogStep, StoredCheckpoint } from "../store/ports/tlog.js";
+import type { ConsistencyAnswer, InclusionAnswer, LogSigning, LogStatus, LogStep, StoredCheckpoint } from "../store/ports/tlog.js";
 import { inTransaction, io, readWith, type Flow } from "./flow.js";
 
 /**
@@ -80,6 +82,26 @@ export async function logCheckpoint<Db>(database: LedgerDatabase<Db>): Promise<S
   return readWith(database, function* (ports, db) {
     return (yield* io(ports.log.logState(db))).checkpoint;
   });
+}
+
+export async function logStatus<Db>(database: LedgerDatabase<Db>): Promise<LogStatus> {
+  return readWith(database, function* (ports, db) {
+    const state = yield* io(ports.log.logState(db));
+    const oldestUnloggedAtMs = yield* io(ports.log.oldestUnloggedAtMs(db));
+    return { size: state.size, checkpoint: state.checkpoint, oldestUnloggedAtMs };
+  });
+}
+
+/** The log's part of `points-ledger verify`: an event older than the bound that has no logIndex is a violation (invariant 6). */
+export function logLagViolations(status: LogStatus, nowMs: number, boundSeconds = LOG_VERIFY_LAG_BOUND_SECONDS): Violation[] {
+  if (status.oldestUnloggedAtMs === null || nowMs - status.oldestUnloggedAtMs <= boundSeconds * 1000) return [];
+  const ageSeconds = Math.floor((nowMs - status.oldestUnloggedAtMs) / 1000);
+  return [
+    {
+      invariant: 6,
+      message: `the transparency log has not logged an event committed ${ageSeconds} s ago (bound ${boundSeconds} s; the log holds ${status.size} events): it is not advancing, see docs/operations.md#pointsledgertransparencylogstalled`,
+    },
+  ];
 }
 
 /** The inclusion proof of one event (InclusionAnswer says why there is none). */

@@ -83,6 +83,7 @@ export type LedgerOperations = Pick<
   | keyof WebhooksStore
   | "appendToLog"
   | "logCheckpoint"
+  | "logStatus"
   | "logInclusionProof"
   | "logConsistencyProof"
 >;

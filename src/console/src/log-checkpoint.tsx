@@ -1,9 +1,21 @@
-import type { TransparencyLog } from "../../client/index.js";
+import type { LogStatus, TransparencyLog } from "../../client/index.js";
 import { shortTime, useLoad } from "./context.js";
+
+/** Past this age the oldest waiting event is shown as a fault: events are logged about a second after their commit. */
+const LAG_WARNING_SECONDS = 60;
+
+/** The log's lag in words: nothing waits, or since when the oldest committed event waits. */
+function lagText(status: LogStatus): string {
+  if (status.oldestUnloggedAt === null) return "nothing: every committed event is logged";
+  const seconds = Math.floor(status.lagSeconds);
+  const age = seconds < 120 ? `${seconds} s` : `${Math.floor(seconds / 60)} min`;
+  const note = status.lagSeconds > LAG_WARNING_SECONDS ? " — the log is not advancing" : "";
+  return `events since ${shortTime(status.oldestUnloggedAt)} (${age})${note}`;
+}
 
 /**
  * The transparency log's current checkpoint (docs/transparency.md) and how to witness it: its
- * size, root hash and signing time, its signature checked here with the key the service serves,
+ * size, root hash and signing time, what still waits to be logged (the log's lag), its signature checked here with the key the service serves,
  * and the `points-ledger log verify` line a witness runs. Shown on the live feed (operator) and
  * the admin console; `version` reloads it (the live feed's events, throttled).
  */
@@ -11,7 +23,8 @@ export function LogCheckpoint(props: { log: TransparencyLog; version: number }) 
   const { log, version } = props;
   const latest = useLoad(async () => {
     const key = await log.key();
-    return { key, ...(await log.signedCheckpoint(key)) };
+    const [signed, status] = await Promise.all([log.signedCheckpoint(key), log.status()]);
+    return { key, ...signed, status };
   }, [log, version]);
   const url = location.origin;
   return (
@@ -43,6 +56,10 @@ export function LogCheckpoint(props: { log: TransparencyLog; version: number }) 
           </dd>
           <dt>Signed</dt>
           <dd data-field="signed-at">{latest.data.signedAt === null ? "—" : shortTime(latest.data.signedAt)}</dd>
+          <dt>Waiting to be logged</dt>
+          <dd data-field="lag" class={latest.data.status.lagSeconds > LAG_WARNING_SECONDS ? "error" : undefined}>
+            {lagText(latest.data.status)}
+          </dd>
           <dt>Verifier key</dt>
           <dd class="mono" data-field="key">
             {latest.data.key}

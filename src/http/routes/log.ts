@@ -4,6 +4,7 @@ import { logSigningOf } from "../../auth/log-signing-key.js";
 import type { AddressKey } from "../../domain/address.js";
 import { ApiError, notFound, unavailable, validationFailed } from "../../domain/errors.js";
 import { toBase64, verifierKey } from "../../domain/signed-note.js";
+import type { LogStatus } from "../../store/ports/tlog.js";
 import type { AppContext } from "../context.js";
 import { publicReadLimit } from "../public-reads.js";
 import {
@@ -30,7 +31,7 @@ const CHECKPOINT_EXAMPLE =
   "points.example.com/points-ledger\n41208\nq1OXhAW6uYPEt6LOZl0wTZgXZ7NAg7ynSkVyv3DHUfk=\n\n— points.example.com/points-ledger 9Gq0ZmKV1D…\n";
 const KEY_EXAMPLE = "points.example.com/points-ledger+f46ab466+AXdvY2tlZC1leGFtcGxlLWtleS1ub3QtYS1yZWFsLW9uZQ==\n";
 
-/** GET /v1/log/checkpoint, /v1/log/key and /v1/log/proofs/consistency: no token. */
+/** GET /v1/log/checkpoint, /v1/log/status, /v1/log/key and /v1/log/proofs/consistency: no token. */
 export function logRoutes(scope: FastifyInstance, ctx: AppContext): void {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   const perClient = publicReadLimit(scope, ctx);
@@ -61,6 +62,12 @@ export function logRoutes(scope: FastifyInstance, ctx: AppContext): void {
     },
   );
 
+  app.get("/status", { schema: { tags, response: responses(LogResponses.status, 429, 503) } }, async (_request, reply) => {
+    const status = await ctx.store.logStatus();
+    reply.header("cache-control", "no-store");
+    return { success: true as const, ...logLag(status, ctx.clock.now()) };
+  });
+
   app.get(
     "/key",
     {
@@ -89,6 +96,18 @@ export function logRoutes(scope: FastifyInstance, ctx: AppContext): void {
       return { success: true as const, from, to, proof: answer.proof.map(toBase64) };
     },
   );
+}
+
+/** The log's progress as GET /v1/log/status says it (and the console shows it). */
+export function logLag(status: LogStatus, nowMs: number) {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    treeSize: status.size,
+    checkpointSize: status.checkpoint?.size ?? null,
+    checkpointSignedAt: iso(status.checkpoint?.signedAtMs ?? null),
+    oldestUnloggedAt: iso(status.oldestUnloggedAtMs),
+    lagSeconds: status.oldestUnloggedAtMs === null ? 0 : Math.max(0, nowMs - status.oldestUnloggedAtMs) / 1000,
+  };
 }
 
 async function inclusionProof(ctx: AppContext, eventId: string, stream: AddressKey | null, treeSize: number | undefined) {

@@ -28,6 +28,14 @@ export interface LogState {
   checkpoint: StoredCheckpoint | null;
 }
 
+/** The log's progress (GET /v1/log/status, /metrics points_log_lag_seconds, `verify`). */
+export interface LogStatus {
+  size: number;
+  checkpoint: StoredCheckpoint | null;
+  /** null: every committed event is logged. */
+  oldestUnloggedAtMs: number | null;
+}
+
 /** An event's place in the log, for its proof. */
 export interface LoggedEvent {
   stream: AddressKey | null;
@@ -51,6 +59,8 @@ export interface TransparencyLogPort<Db, out M extends Io = Io> {
   storeCheckpoint(db: Db, checkpoint: StoredCheckpoint): Out<M, void>;
   /** null: no such event (or purged). */
   loggedEvent(db: Db, eventId: string): Out<M, LoggedEvent | null>;
+  /** When the first event after the log's position occurred (the one the log waits on; webhook tests aside), or null when it has read all. */
+  oldestUnloggedAtMs(db: Db): Out<M, number | null>;
 }
 
 /** How the log signs its checkpoints (config: LOG_ORIGIN, LOG_SIGNING_KEY, LOG_CHECKPOINT_SECONDS). */
@@ -87,6 +97,8 @@ export interface TransparencyLogStore {
   /** One step of the logging job: up to `limit` events into the tree, and a checkpoint signed when one is due. */
   appendToLog(limit: number, nowMs: number, signing: LogSigning): Promise<LogStep>;
   logCheckpoint(): Promise<StoredCheckpoint | null>;
+  /** How far the log has got: its size, the latest checkpoint, and when the oldest event it has not logged occurred. */
+  logStatus(): Promise<LogStatus>;
   /**
    * The inclusion proof of an event in the tree of `treeSize` leaves (null: the latest
    * checkpoint's); `stream`: the contract whose events the reader may read (null: the admin, any).

@@ -2,7 +2,8 @@ import type { Io, Out } from "./io.js";
 
 /** A broken ledger invariant (README, Architecture: Ledger model), as `points-ledger verify` reports it. */
 export interface Violation {
-  invariant: 1 | 2 | 3 | 4 | 5;
+  /** 1–4: the ledger; 5: its read models; 6: the transparency log has logged every event older than a bound. */
+  invariant: 1 | 2 | 3 | 4 | 5 | 6;
   message: string;
 }
 

@@ -123,6 +123,18 @@ async function loggedEvent(db: Queryable, eventId: string): Promise<LoggedEvent 
   return { stream: row.stream as AddressKey | null, logIndex: row.log_index === null ? null : toNumber(row.log_index) };
 }
 
+async function oldestUnloggedAtMs(db: Queryable): Promise<number | null> {
+  // Any event past the position, visible to this statement or not yet readable past (an older
+  // transaction still running holds it back): either way the log has not got to it.
+  const { rows } = await db.query<{ occurred_at_ms: string }>({
+    name: "pl-log-oldest-unlogged",
+    text: `SELECT e.occurred_at_ms FROM events e, log_state s
+           WHERE s.id = 1 AND (e.tx, e.seq) > (s.position_tx, s.position_seq) AND e.type <> 'webhook.test'
+           ORDER BY e.tx, e.seq LIMIT 1`,
+  });
+  return rows[0] === undefined ? null : toNumber(rows[0].occurred_at_ms);
+}
+
 export const postgresTransparencyLog = {
   claimLogger,
   logState,
@@ -133,4 +145,5 @@ export const postgresTransparencyLog = {
   advanceLog,
   storeCheckpoint,
   loggedEvent,
+  oldestUnloggedAtMs,
 } satisfies TransparencyLogPort<Queryable, "async">;

@@ -80,6 +80,15 @@ function loggedEvent(db: SqliteDb, eventId: string): LoggedEvent | null {
   return { stream: row.stream as AddressKey | null, logIndex: row.log_index === null ? null : toNumber(row.log_index) };
 }
 
+function oldestUnloggedAtMs(db: SqliteDb): number | null {
+  const row = statement(
+    db,
+    `SELECT occurred_at_ms FROM events WHERE seq > (SELECT position_seq FROM log_state WHERE id = 1) AND type <> 'webhook.test'
+     ORDER BY seq LIMIT 1`,
+  ).get() as { occurred_at_ms: bigint } | undefined;
+  return row === undefined ? null : toNumber(row.occurred_at_ms);
+}
+
 export const sqliteTransparencyLog = {
   // One process is the only writer, and every step runs in one IMMEDIATE transaction.
   claimLogger: () => true,
@@ -91,4 +100,5 @@ export const sqliteTransparencyLog = {
   advanceLog,
   storeCheckpoint,
   loggedEvent,
+  oldestUnloggedAtMs,
 } satisfies TransparencyLogPort<SqliteDb, "sync">;
