@@ -390,14 +390,11 @@ const LOG_ORIGIN_PATTERN = /^[\x21-\x2a\x2c-\x7e]{1,255}$/;
 /** PUBLIC_URL, and LOG_ORIGIN (default: its host), LOG_SIGNING_KEY and LOG_CHECKPOINT_SECONDS (API.md, Transparency log). */
 function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" | "logSigningKey" | "logCheckpointSeconds"> {
   const publicUrl = readPublicUrl(env);
-  const logOrigin = env.LOG_ORIGIN?.trim() || `${publicUrl === null ? "localhost" : new URL(publicUrl).host}/points-ledger`;
-  if (!LOG_ORIGIN_PATTERN.test(logOrigin)) {
-    throw new ConfigError("LOG_ORIGIN", `must be printable ASCII without spaces or "+", like points.example.com/points-ledger`);
-  }
   const raw = env.LOG_SIGNING_KEY?.trim() || null;
+  let keyName: string | null = null;
   if (raw !== null) {
     try {
-      parseSignerKey(raw);
+      keyName = parseSignerKey(raw).name;
     } catch {
       // The value is a secret: the message never repeats it.
       throw new ConfigError(
@@ -405,6 +402,11 @@ function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" |
         "must be an Ed25519 signer key PRIVATE+KEY+<name>+<key id>+<base64> (points-ledger log keygen makes one)",
       );
     }
+  }
+  // Without LOG_ORIGIN the log is named as its key is (`log keygen --origin` names it), then by PUBLIC_URL.
+  const logOrigin = env.LOG_ORIGIN?.trim() || keyName || `${publicUrl === null ? "localhost" : new URL(publicUrl).host}/points-ledger`;
+  if (!LOG_ORIGIN_PATTERN.test(logOrigin)) {
+    throw new ConfigError("LOG_ORIGIN", `must be printable ASCII without spaces or "+", like points.example.com/points-ledger`);
   }
   return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readSeconds(env, "LOG_CHECKPOINT_SECONDS", 1, 0.1, 3600) };
 }

@@ -1,3 +1,4 @@
+import { openTransparencyLog } from "./auth/log-signing-key.js";
 import type { FastifyInstance } from "fastify";
 import type { Config } from "./config.js";
 import { createWorker, type Worker } from "./worker/index.js";
@@ -24,6 +25,7 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   try {
     await store.migrate();
     await assertPointTypesConfigured(store, config.pointTypes);
+    await openTransparencyLog(store, config, clock.now());
   } catch (error) {
     await store.close();
     throw error;

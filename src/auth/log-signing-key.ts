@@ -1,6 +1,6 @@
-import type { Config } from "../config.js";
-import { formatSignerKey, parseSignerKey } from "../domain/signed-note.js";
-import type { AuthStore, LogSigning } from "../store/store.js";
+import { ConfigError, type Config } from "../config.js";
+import { formatSignerKey, parseSignerKey, verifierKey } from "../domain/signed-note.js";
+import type { AuthStore, LedgerStore, LogSigning } from "../store/store.js";
 import { storedKeyOf } from "./challenge-key.js";
 
 /** The row in server_keys of the checkpoints' Ed25519 seed when LOG_SIGNING_KEY is not set. */
@@ -36,4 +36,24 @@ export function logSigningOf(
         throw error;
       })),
   };
+}
+
+/**
+ * The start-up check of the log's signing (server and worker): the configured key and origin must
+ * be the ones that signed the database's log, or a witness's next check fails for no reason it
+ * can see. A copy marked by `backup` or `log new-epoch` begins its new epoch here. Returns the epoch.
+ */
+export async function openTransparencyLog(
+  store: Pick<LedgerStore, "serverKey" | "openLog">,
+  config: Pick<Config, "logOrigin" | "logSigningKey" | "logCheckpointSeconds">,
+  nowMs: number,
+): Promise<{ epoch: number; begun: boolean }> {
+  const signing = await logSigningOf(store, config).signing();
+  const answer = await store.openLog(signing, nowMs);
+  if (answer.kind === "ok") return answer;
+  throw new ConfigError(
+    config.logSigningKey === null ? "LOG_ORIGIN (or the key kept in the database)" : "LOG_SIGNING_KEY / LOG_ORIGIN",
+    `give the verifier key ${verifierKey(signing.signer)}, but this database's transparency log is signed by ${answer.verifierKey}: ` +
+      "start refused, a witness would see the key change; set them back, or change them on purpose with `points-ledger log rotate-key` (docs/transparency.md)",
+  );
 }

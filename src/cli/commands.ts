@@ -12,6 +12,7 @@ import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { LedgerStore } from "../store/store.js";
 import { systemClock } from "../clock.js";
 import { runDemo } from "./demo.js";
+import { openTransparencyLog } from "../auth/log-signing-key.js";
 import { logLagViolations } from "../ledger/transparency-log.js";
 import { redactingLoggerOptions } from "../log-redaction.js";
 
@@ -22,7 +23,7 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-async function withStore<T>(config: Config, use: (store: LedgerStore) => Promise<T>): Promise<T> {
+export async function withStore<T>(config: Config, use: (store: LedgerStore) => Promise<T>): Promise<T> {
   const store = await openStore(config);
   try {
     await store.migrate();
@@ -71,6 +72,7 @@ const worker: Command = async (_args, _options, config) => {
   return withStore(settings, async (store) => {
     const { default: pino } = await import("pino");
     const log = pino(redactingLoggerOptions({ level: settings.logLevel }, [settings.adminToken]));
+    await openTransparencyLog(store, settings, Date.now());
     const jobs = createWorker(store, settings, systemClock, null, log);
     jobs.start();
     log.info("worker running: finalize, deliver, purge");

@@ -85,11 +85,47 @@ async function verify(url: string, statePath: string): Promise<number> {
       console.log(`ok: ${newer.origin} has ${newer.size} events (first checkpoint saved)`);
     }
   } catch (error) {
-    if (error instanceof LogVerificationError)
-      return fail(`VERIFICATION FAILED: ${error.message}. The saved checkpoint in ${statePath} is kept.`);
-    throw error;
+    if (!(error instanceof LogVerificationError)) throw error;
+    if (saved?.checkpoint) return followEpochs(client, url, statePath, saved, error);
+    return fail(`VERIFICATION FAILED: ${error.message}. The saved checkpoint in ${statePath} is kept.`);
   }
   saveState(statePath, { url, verifierKey: key, checkpoint: newer.note, checkedAt: new Date().toISOString() });
+  console.log(`${newer.size} ${newer.rootHash}`);
+  return 0;
+}
+
+/**
+ * The served log does not extend the saved checkpoint: it may have begun an epoch announced by the
+ * pinned key (a restore, a key rotation; docs/transparency.md). If so, say what changed, pin the
+ * new key and save the new checkpoint; if not, the history was rewritten and the witness fails.
+ */
+async function followEpochs(client: PublicClient, url: string, statePath: string, saved: WitnessState, failure: Error): Promise<number> {
+  const older = verifyCheckpoint(saved.checkpoint!, saved.verifierKey);
+  let followed;
+  try {
+    followed = await client.log.followEpochs(older, saved.verifierKey);
+  } catch (error) {
+    if (!(error instanceof LogVerificationError)) throw error;
+    return fail(`VERIFICATION FAILED: ${failure.message} (and ${error.message}). The saved checkpoint in ${statePath} is kept.`);
+  }
+  let key = saved.verifierKey;
+  for (const epoch of followed.epochs) {
+    const rotated = epoch.verifierKey !== key;
+    key = epoch.verifierKey;
+    console.log(
+      `NEW EPOCH: ${epoch.origin} follows ${epoch.follows} from its first ${epoch.forkSize} events (announced with the key you pinned${
+        rotated ? `; it is signed by ${epoch.verifierKey} from now on` : ""
+      })`,
+    );
+  }
+  if (followed.eventsNotFollowed > 0) {
+    console.log(
+      `the checkpoint you saved had ${older.size} events: the last ${followed.eventsNotFollowed} are not in the new epoch (the database was restored from a copy older than them)`,
+    );
+  }
+  const newer = followed.checkpoint;
+  console.log(`ok: ${newer.origin} has ${newer.size} events and extends the announced fork`);
+  saveState(statePath, { url, verifierKey: followed.verifierKey, checkpoint: newer.note, checkedAt: new Date().toISOString() });
   console.log(`${newer.size} ${newer.rootHash}`);
   return 0;
 }

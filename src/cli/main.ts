@@ -8,6 +8,7 @@ import { readableDetails, usageOf } from "./report.js";
 import { OPS_USAGE, opsCommands } from "./ops-commands.js";
 import { SNAPSHOT_USAGE, snapshotCommand } from "./snapshot-commands.js";
 import { LOG_USAGE, logCommand } from "./log-commands.js";
+import { LOG_EPOCH_USAGE, logEpochCommand } from "./log-epoch-commands.js";
 import { startupProblem } from "./startup-errors.js";
 
 const USAGE = `points-ledger <command>
@@ -25,6 +26,7 @@ const USAGE = `points-ledger <command>
 ${OPS_USAGE}
 ${SNAPSHOT_USAGE}
 ${LOG_USAGE}
+${LOG_EPOCH_USAGE}
 
 Configuration comes from the environment (see README: DATABASE_URL, PORT, ADMIN_TOKEN, …).
 ${CLIENT_USAGE}`;
@@ -57,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
   if (clientCommand) return clientCommand(argv.slice(1));
   // The snapshot, migrate and backup commands parse their own options too.
   if (argv[0] === "snapshot") return snapshotCommand(argv.slice(1), config);
+  if (argv[0] === "log" && (argv[1] === "new-epoch" || argv[1] === "rotate-key")) return logEpochCommand(argv.slice(1), config);
   if (argv[0] === "log") return logCommand(argv.slice(1));
   const opsCommand = argv[0] === undefined ? undefined : opsCommands[argv[0]];
   if (opsCommand) return opsCommand(argv.slice(1), config);

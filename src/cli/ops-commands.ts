@@ -121,12 +121,17 @@ function fsyncPath(path: string): void {
  * started on it rebuilds the read models' projection file from its own batches rather than use a
  * projection file left beside it by the live ledger, which may count batches the copy lacks
  * (src/store/sqlite/projection-file.ts). A copy older than that migration gets it at its start.
+ * Its transparency log begins a new epoch at its first start (new_epoch_due, SQLite migration 21).
  */
 function newLedgerCopy(Database: typeof import("better-sqlite3"), path: string): void {
   const copy = new Database(path);
   try {
     const hasId = copy.prepare("SELECT 1 FROM pragma_table_info('projection_state') WHERE name = 'ledger_id'").get() !== undefined;
     if (hasId) copy.exec("UPDATE projection_state SET ledger_id = lower(hex(randomblob(16))), through_ms = 0");
+    // Started, the copy begins a new epoch of the transparency log (domain/log-epoch.ts): the live
+    // log goes on past it, and a copy that logged new events as the same log would rewrite history.
+    const hasEpochs = copy.prepare("SELECT 1 FROM pragma_table_info('log_state') WHERE name = 'new_epoch_due'").get() !== undefined;
+    if (hasEpochs) copy.exec("UPDATE log_state SET new_epoch_due = 1");
   } finally {
     copy.close();
   }

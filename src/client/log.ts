@@ -1,6 +1,7 @@
 import { eventLeafHash } from "../domain/log-event.js";
 import { fromBase64, NoteError, openNote, parseCheckpoint, parseVerifierKey, toBase64 } from "../domain/signed-note.js";
 import { verifyConsistency, verifyInclusion } from "../domain/tlog.js";
+import { parseEpochNote, type EpochAnnouncement } from "../domain/log-epoch.js";
 import type { Transport } from "./transport.js";
 import type { LedgerEvent } from "./types.js";
 
@@ -91,6 +92,33 @@ export interface LogStatus {
   lagSeconds: number;
 }
 
+/** GET /v1/log/epochs: one epoch's announcement as served. */
+export interface LogEpoch {
+  epoch: number;
+  origin: string;
+  startedAt: string;
+  note: string;
+}
+
+/** What TransparencyLog.followEpochs found: the checkpoint now served, the key it is signed by, the announcements followed. */
+export interface FollowedEpochs {
+  checkpoint: Checkpoint;
+  verifierKey: string;
+  epochs: EpochAnnouncement[];
+  /** Events of the saved checkpoint past the fork (a restore to an older copy): they are not in the new epoch. */
+  eventsNotFollowed: number;
+}
+
+/** The announcement in `note` if `verifierKey` signed it, else null. */
+function openAnnouncement(note: string, verifierKey: string): EpochAnnouncement | null {
+  try {
+    return parseEpochNote(openNote(note, parseVerifierKey(verifierKey)));
+  } catch (error) {
+    if (error instanceof NoteError) return null;
+    throw error;
+  }
+}
+
 /** The client's `log`: fetch what the service publishes, and verify it locally. */
 export class TransparencyLog {
   constructor(
@@ -114,6 +142,42 @@ export class TransparencyLog {
       idempotent: true,
     });
     return status;
+  }
+
+  /** GET /v1/log/epochs: the announcements of the log's epochs (not checked here: see followEpochs). */
+  async epochs(): Promise<LogEpoch[]> {
+    const body = await this.transport.request<{ epochs: LogEpoch[] }>({ method: "GET", path: "/v1/log/epochs", idempotent: true });
+    return body.epochs;
+  }
+
+  /**
+   * Where the log went since `older` (a checkpoint verified with `verifierKey`): the announced
+   * epochs it follows, each checked with the key of the epoch before, then the latest checkpoint
+   * checked with the last announced key and proven to extend the last fork (and `older`, when it
+   * lies within that fork). LogVerificationError when no announcement signed by `verifierKey`
+   * leads from `older`'s origin, or a step does not verify: an unannounced rewrite fails.
+   */
+  async followEpochs(older: Checkpoint, verifierKey: string): Promise<FollowedEpochs> {
+    const hops: EpochAnnouncement[] = [];
+    let origin = older.origin;
+    let key = verifierKey;
+    for (const epoch of await this.epochs()) {
+      const announcement = openAnnouncement(epoch.note, key);
+      if (announcement === null || announcement.follows !== origin) continue;
+      hops.push(announcement);
+      origin = announcement.origin;
+      key = announcement.verifierKey;
+    }
+    const last = hops.at(-1);
+    if (last === undefined) throw new LogVerificationError(`no epoch announced by ${verifierKey} follows ${older.origin}`);
+    const newer = await this.checkpoint(key);
+    if (newer.origin !== origin)
+      throw new LogVerificationError(`the served checkpoint is of ${newer.origin}, not of the announced ${origin}`);
+    const fork: Checkpoint = { origin, size: last.forkSize, rootHash: toBase64(last.forkRoot), note: "" };
+    await this.verifyConsistency(fork, newer);
+    const lost = hops.length === 1 && older.size > last.forkSize ? older.size - last.forkSize : 0;
+    if (hops.length === 1 && lost === 0) await this.verifyConsistency({ ...older, origin }, newer);
+    return { checkpoint: newer, verifierKey: key, epochs: hops, eventsNotFollowed: lost };
   }
 
   /** GET /v1/log/checkpoint, its signature checked with `verifierKey`. */

@@ -594,6 +594,14 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
     summary: "The transparency log's latest signed checkpoint",
     description: `A C2SP tlog-checkpoint signed note: origin, size, root hash, Ed25519 signature. No token. ${SEE}, 14. Transparency log.`,
   },
+  "GET /v1/log/status": {
+    summary: "How far the transparency log has got, and its lag",
+    description: `The tree's size, the latest checkpoint's size and signing time, and the oldest committed event not logged yet with its age in seconds. No token. ${SEE}, 14. Transparency log.`,
+  },
+  "GET /v1/log/epochs": {
+    summary: "The transparency log's epochs (restores, key rotations)",
+    description: `Each epoch after the first with its origin and its announcement, a note signed by the key of the epoch before: the log it follows, where it forked, the key that signs it. No token. ${SEE}, 14. Transparency log.`,
+  },
   "GET /v1/log/key": {
     summary: "The transparency log's verifier key",
     description: `The C2SP signed-note verifier key of the checkpoints. No token. ${SEE}, 14. Transparency log.`,
@@ -623,6 +631,19 @@ export const logResponseDocs = {
   status: ok(
     "How far the log has got: the leaves in its tree, the latest checkpoint's size and signing time, and the oldest committed event it has not logged yet (null when none) with its age in seconds, the log's lag.",
     { treeSize: 41_300, checkpointSize: 41_300, checkpointSignedAt: "2026-12-06T05:40:00.000Z", oldestUnloggedAt: null, lagSeconds: 0 },
+  ),
+  epochs: ok(
+    "The log's epochs after its first (a restored copy or a key rotation begins one), oldest first: each one's checkpoint origin and its announcement, a signed note by the key of the epoch before that says which log it follows, where it forked and which key signs it.",
+    {
+      epochs: [
+        {
+          epoch: 1,
+          origin: "points.example.com/points-ledger/epoch-1",
+          startedAt: "2026-12-06T06:00:00.000Z",
+          note: "points-ledger log epoch\norigin points.example.com/points-ledger/epoch-1\nfollows points.example.com/points-ledger\nfork 408 q1OXhAW6uYPEt6LOZl0wTZgXZ7NAg7ynSkVyv3DHUfk=\nkey points.example.com/points-ledger+f46ab466+AXdvY2tlZC1leGFtcGxlLWtleS1ub3QtYS1yZWFsLW9uZQ==\n\n— points.example.com/points-ledger 9Gq0ZmKV1D…\n",
+        },
+      ],
+    },
   ),
   consistency: ok("The consistency proof (RFC 9162 §2.1.4), hashes in base64.", {
     from: 41_000,

@@ -638,6 +638,20 @@ export const LogResponses = {
     },
     docs.logResponseDocs.status,
   ),
+  epochs: Type.Object(
+    {
+      success: Type.Literal(true),
+      epochs: Type.Array(
+        Type.Object({
+          epoch: Type.Integer({ minimum: 1 }),
+          origin: Type.String(),
+          startedAt: Type.String({ format: "date-time" }),
+          note: Type.String({ description: "the announcement, a C2SP signed note (points-ledger log epoch)" }),
+        }),
+      ),
+    },
+    docs.logResponseDocs.epochs,
+  ),
   consistency: Type.Object(
     {
       success: Type.Literal(true),

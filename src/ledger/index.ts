@@ -11,7 +11,17 @@ import { buildWindowBoards, cutProjection, NOTHING_APPLIED, passProjection } fro
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 import { webhookOperations } from "./webhooks.js";
-import { appendToLog, logCheckpoint, logConsistencyProof, logInclusionProof, logStatus } from "./transparency-log.js";
+import {
+  appendToLog,
+  logCheckpoint,
+  logConsistencyProof,
+  logEpochs,
+  logInclusionProof,
+  logStatus,
+  markNewLogEpoch,
+  openLog,
+  rotateLogKey,
+} from "./transparency-log.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
@@ -50,6 +60,10 @@ export function ledgerOperations<Db, ReadDb>(
     appendToLog: async (limit, nowMs, signing) => appendToLog(database, limit, nowMs, signing),
     logCheckpoint: async () => logCheckpoint(database),
     logStatus: async () => logStatus(database),
+    openLog: async (signing, nowMs) => openLog(database, signing, nowMs),
+    rotateLogKey: async (previous, signing, nowMs) => rotateLogKey(database, previous, signing, nowMs),
+    markNewLogEpoch: async () => markNewLogEpoch(database),
+    logEpochs: async () => logEpochs(database),
     logInclusionProof: async (eventId, stream, treeSize) => logInclusionProof(database, eventId, stream, treeSize),
     logConsistencyProof: async (from, to) => logConsistencyProof(database, from, to),
   };

@@ -1,7 +1,8 @@
 import { assertInvariant } from "../domain/errors.js";
 import { eventJson } from "../domain/events.js";
 import { eventLeafHash } from "../domain/log-event.js";
-import { checkpointText, signNote } from "../domain/signed-note.js";
+import { epochNoteText, epochOrigin } from "../domain/log-epoch.js";
+import { checkpointText, signNote, verifierKey, type NoteSigner } from "../domain/signed-note.js";
 import {
   appendToTiles,
   consistencyProof,
@@ -19,7 +20,16 @@ import type { AddressKey } from "../domain/address.js";
 import { LOG_VERIFY_LAG_BOUND_SECONDS } from "../domain/limits.js";
 import type { Violation } from "../store/ports/verify.js";
 import type { LedgerDatabase, LedgerPorts } from "../store/ports/ledger.js";
-import type { ConsistencyAnswer, InclusionAnswer, LogSigning, LogStatus, LogStep, StoredCheckpoint } from "../store/ports/tlog.js";
+import type {
+  ConsistencyAnswer,
+  InclusionAnswer,
+  LogSigning,
+  LogStatus,
+  LogStep,
+  OpenLogAnswer,
+  StoredCheckpoint,
+  StoredEpoch,
+} from "../store/ports/tlog.js";
 import { inTransaction, io, readWith, type Flow } from "./flow.js";
 
 /**
@@ -38,10 +48,21 @@ function* tileNodes<Db>(ports: LedgerPorts<Db>, db: Db, compute: (node: NodeHash
   return nodeHashesFromTiles(new Map(tiles.map((tile) => [`${tile.level}/${tile.index}`, tile])));
 }
 
-function* signCheckpoint<Db>(ports: LedgerPorts<Db>, db: Db, size: number, nowMs: number, signing: LogSigning): Flow<StoredCheckpoint> {
+function* rootOf<Db>(ports: LedgerPorts<Db>, db: Db, size: number): Flow<Hash> {
   const node = yield* tileNodes(ports, db, (nodes) => treeHash(size, nodes));
-  const root = treeHash(size, node);
-  const note = signNote(checkpointText({ origin: signing.origin, size, root }), signing.signer);
+  return treeHash(size, node);
+}
+
+function* signCheckpoint<Db>(
+  ports: LedgerPorts<Db>,
+  db: Db,
+  size: number,
+  epoch: number,
+  nowMs: number,
+  signing: LogSigning,
+): Flow<StoredCheckpoint> {
+  const root = yield* rootOf(ports, db, size);
+  const note = signNote(checkpointText({ origin: epochOrigin(signing.origin, epoch), size, root }), signing.signer);
   const checkpoint = { size, root, note, signedAtMs: nowMs };
   yield* io(ports.log.storeCheckpoint(db, checkpoint));
   return checkpoint;
@@ -73,8 +94,70 @@ export async function appendToLog<Db>(database: LedgerDatabase<Db>, limit: numbe
     if (read.length > 0) yield* io(ports.log.advanceLog(db, size, read.at(-1)!.position));
     let checkpoint = state.checkpoint;
     const due = checkpoint === null || (size > checkpoint.size && nowMs - checkpoint.signedAtMs >= signing.checkpointIntervalMs);
-    if (due) checkpoint = yield* signCheckpoint(ports, db, size, nowMs, signing);
+    if (due) checkpoint = yield* signCheckpoint(ports, db, size, state.epoch, nowMs, signing);
     return { logged: logged.length, more: read.length === limit, checkpoint, unsigned: size > checkpoint!.size };
+  });
+}
+
+/**
+ * Begins the next epoch (domain/log-epoch.ts): the tree as it stands is its start, announced by a
+ * note `announcer` signs (the key of the epoch before), and its first checkpoint is signed at once
+ * by `signing`, so a witness finds the announcement and the new checkpoint together.
+ */
+function* beginNextEpoch<Db>(ports: LedgerPorts<Db>, db: Db, announcer: NoteSigner, signing: LogSigning, nowMs: number): Flow<number> {
+  const state = yield* io(ports.log.logState(db));
+  const epoch = state.epoch + 1;
+  const origin = epochOrigin(signing.origin, epoch);
+  const text = epochNoteText({
+    origin,
+    follows: epochOrigin(announcer.name, state.epoch),
+    forkSize: state.size,
+    forkRoot: yield* rootOf(ports, db, state.size),
+    verifierKey: verifierKey(signing.signer),
+  });
+  yield* io(ports.log.beginEpoch(db, { epoch, origin, note: signNote(text, announcer), startedAtMs: nowMs }));
+  yield* io(ports.log.setLogIdentity(db, signing.origin, verifierKey(signing.signer)));
+  yield* signCheckpoint(ports, db, state.size, epoch, nowMs, signing);
+  return epoch;
+}
+
+export async function openLog<Db>(database: LedgerDatabase<Db>, signing: LogSigning, nowMs: number): Promise<OpenLogAnswer> {
+  return inTransaction(database, function* (ports, db): Flow<OpenLogAnswer> {
+    const identity = yield* io(ports.log.logIdentity(db));
+    const key = verifierKey(signing.signer);
+    if (identity.verifierKey === null) yield* io(ports.log.setLogIdentity(db, signing.origin, key));
+    else if (identity.verifierKey !== key || identity.origin !== signing.origin) {
+      return { kind: "mismatch", origin: identity.origin ?? "", verifierKey: identity.verifierKey };
+    }
+    if (!identity.newEpochDue) return { kind: "ok", epoch: identity.epoch, begun: false };
+    return { kind: "ok", epoch: yield* beginNextEpoch(ports, db, signing.signer, signing, nowMs), begun: true };
+  });
+}
+
+export async function rotateLogKey<Db>(
+  database: LedgerDatabase<Db>,
+  previous: NoteSigner,
+  signing: LogSigning,
+  nowMs: number,
+): Promise<OpenLogAnswer> {
+  return inTransaction(database, function* (ports, db): Flow<OpenLogAnswer> {
+    const identity = yield* io(ports.log.logIdentity(db));
+    if (identity.verifierKey !== null && identity.verifierKey !== verifierKey(previous)) {
+      return { kind: "mismatch", origin: identity.origin ?? "", verifierKey: identity.verifierKey };
+    }
+    return { kind: "ok", epoch: yield* beginNextEpoch(ports, db, previous, signing, nowMs), begun: true };
+  });
+}
+
+export async function markNewLogEpoch<Db>(database: LedgerDatabase<Db>): Promise<void> {
+  return inTransaction(database, function* (ports, db) {
+    yield* io(ports.log.markNewEpochDue(db));
+  });
+}
+
+export async function logEpochs<Db>(database: LedgerDatabase<Db>): Promise<StoredEpoch[]> {
+  return readWith(database, function* (ports, db) {
+    return yield* io(ports.log.logEpochs(db));
   });
 }
 

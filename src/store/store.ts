@@ -84,6 +84,10 @@ export type LedgerOperations = Pick<
   | "appendToLog"
   | "logCheckpoint"
   | "logStatus"
+  | "openLog"
+  | "rotateLogKey"
+  | "markNewLogEpoch"
+  | "logEpochs"
   | "logInclusionProof"
   | "logConsistencyProof"
 >;

@@ -5,7 +5,7 @@ import type { AddressKey } from "../../domain/address.js";
 import { ApiError, notFound, unavailable, validationFailed } from "../../domain/errors.js";
 import { toBase64, verifierKey } from "../../domain/signed-note.js";
 import type { LogStatus } from "../../store/ports/tlog.js";
-import type { AppContext } from "../context.js";
+import type { ApiInstance, AppContext } from "../context.js";
 import { publicReadLimit } from "../public-reads.js";
 import {
   AdminEventProofParams,
@@ -31,7 +31,7 @@ const CHECKPOINT_EXAMPLE =
   "points.example.com/points-ledger\n41208\nq1OXhAW6uYPEt6LOZl0wTZgXZ7NAg7ynSkVyv3DHUfk=\n\n— points.example.com/points-ledger 9Gq0ZmKV1D…\n";
 const KEY_EXAMPLE = "points.example.com/points-ledger+f46ab466+AXdvY2tlZC1leGFtcGxlLWtleS1ub3QtYS1yZWFsLW9uZQ==\n";
 
-/** GET /v1/log/checkpoint, /v1/log/status, /v1/log/key and /v1/log/proofs/consistency: no token. */
+/** GET /v1/log/checkpoint, /v1/log/status, /v1/log/epochs, /v1/log/key and /v1/log/proofs/consistency: no token. */
 export function logRoutes(scope: FastifyInstance, ctx: AppContext): void {
   const app = scope.withTypeProvider<TypeBoxTypeProvider>();
   const perClient = publicReadLimit(scope, ctx);
@@ -62,11 +62,7 @@ export function logRoutes(scope: FastifyInstance, ctx: AppContext): void {
     },
   );
 
-  app.get("/status", { schema: { tags, response: responses(LogResponses.status, 429, 503) } }, async (_request, reply) => {
-    const status = await ctx.store.logStatus();
-    reply.header("cache-control", "no-store");
-    return { success: true as const, ...logLag(status, ctx.clock.now()) };
-  });
+  logProgressRoutes(app, ctx);
 
   app.get(
     "/key",
@@ -96,6 +92,29 @@ export function logRoutes(scope: FastifyInstance, ctx: AppContext): void {
       return { success: true as const, from, to, proof: answer.proof.map(toBase64) };
     },
   );
+}
+
+/** GET /v1/log/status and /v1/log/epochs: how far the log has got, and the epochs it has begun. */
+function logProgressRoutes(app: ApiInstance, ctx: AppContext): void {
+  app.get("/status", { schema: { tags, response: responses(LogResponses.status, 429, 503) } }, async (_request, reply) => {
+    const status = await ctx.store.logStatus();
+    reply.header("cache-control", "no-store");
+    return { success: true as const, ...logLag(status, ctx.clock.now()) };
+  });
+
+  app.get("/epochs", { schema: { tags, response: responses(LogResponses.epochs, 429, 503) } }, async (_request, reply) => {
+    const epochs = await ctx.store.logEpochs();
+    reply.header("cache-control", "no-store");
+    return {
+      success: true as const,
+      epochs: epochs.map((epoch) => ({
+        epoch: epoch.epoch,
+        origin: epoch.origin,
+        startedAt: new Date(epoch.startedAtMs).toISOString(),
+        note: epoch.note,
+      })),
+    };
+  });
 }
 
 /** The log's progress as GET /v1/log/status says it (and the console shows it). */

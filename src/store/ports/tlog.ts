@@ -26,6 +26,25 @@ export interface LogState {
   /** The event log position (ports/events.ts) of the last event read into the log: the next pass reads after it. */
   position: string;
   checkpoint: StoredCheckpoint | null;
+  /** The epoch its checkpoints are signed in (domain/log-epoch.ts): 0 until a restore or a key rotation. */
+  epoch: number;
+}
+
+/** Who signs the log (null before its first start) and whether its next start begins a new epoch. */
+export interface LogIdentity {
+  origin: string | null;
+  verifierKey: string | null;
+  epoch: number;
+  newEpochDue: boolean;
+}
+
+/** An epoch's announcement as served (GET /v1/log/epochs). */
+export interface StoredEpoch {
+  epoch: number;
+  origin: string;
+  /** The signed note (domain/log-epoch.ts), signed by the key of the epoch before. */
+  note: string;
+  startedAtMs: number;
 }
 
 /** The log's progress (GET /v1/log/status, /metrics points_log_lag_seconds, `verify`). */
@@ -59,6 +78,13 @@ export interface TransparencyLogPort<Db, out M extends Io = Io> {
   storeCheckpoint(db: Db, checkpoint: StoredCheckpoint): Out<M, void>;
   /** null: no such event (or purged). */
   loggedEvent(db: Db, eventId: string): Out<M, LoggedEvent | null>;
+  logIdentity(db: Db): Out<M, LogIdentity>;
+  setLogIdentity(db: Db, origin: string, verifierKey: string): Out<M, void>;
+  /** Records `epoch` as begun (its announcement) and makes it the log's; clears a due new epoch. */
+  beginEpoch(db: Db, epoch: StoredEpoch): Out<M, void>;
+  /** The next start begins a new epoch (a restored copy). */
+  markNewEpochDue(db: Db): Out<M, void>;
+  logEpochs(db: Db): Out<M, StoredEpoch[]>;
   /** When the first event after the log's position occurred (the one the log waits on; webhook tests aside), or null when it has read all. */
   oldestUnloggedAtMs(db: Db): Out<M, number | null>;
 }
@@ -69,6 +95,8 @@ export interface LogSigning {
   signer: NoteSigner;
   checkpointIntervalMs: number;
 }
+
+export type OpenLogAnswer = { kind: "ok"; epoch: number; begun: boolean } | { kind: "mismatch"; origin: string; verifierKey: string };
 
 export interface LogStep {
   /** Events added to the tree. */
@@ -97,6 +125,17 @@ export interface TransparencyLogStore {
   /** One step of the logging job: up to `limit` events into the tree, and a checkpoint signed when one is due. */
   appendToLog(limit: number, nowMs: number, signing: LogSigning): Promise<LogStep>;
   logCheckpoint(): Promise<StoredCheckpoint | null>;
+  /**
+   * At start-up, with the configured signing: records who signs a log that has no identity yet,
+   * begins the epoch a restored copy is due (announced with the same key), or says the configured
+   * key or origin is not the log's ("mismatch": start-up refuses it).
+   */
+  openLog(signing: LogSigning, nowMs: number): Promise<OpenLogAnswer>;
+  /** `log rotate-key`: a new epoch signed by `signing`, announced by `previous` (the log's key); "mismatch" when `previous` is not the log's key. */
+  rotateLogKey(previous: NoteSigner, signing: LogSigning, nowMs: number): Promise<OpenLogAnswer>;
+  /** `log new-epoch`: the next start begins a new epoch (after a pg_restore). */
+  markNewLogEpoch(): Promise<void>;
+  logEpochs(): Promise<StoredEpoch[]>;
   /** How far the log has got: its size, the latest checkpoint, and when the oldest event it has not logged occurred. */
   logStatus(): Promise<LogStatus>;
   /**

@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { Tile, TileKey } from "../../domain/tlog.js";
-import type { LogState, LoggedEvent, StoredCheckpoint, TransparencyLogPort } from "../ports/tlog.js";
+import type { LogIdentity, LogState, LoggedEvent, StoredCheckpoint, StoredEpoch, TransparencyLogPort } from "../ports/tlog.js";
 import { toNumber, type Queryable } from "./db.js";
 import { committedEventsAfter, toStoredEvent } from "./events.js";
 
@@ -33,12 +33,13 @@ interface StateRow {
   checkpoint_root: Buffer | null;
   checkpoint_note: string | null;
   checkpoint_at_ms: string | null;
+  epoch: number;
 }
 
 async function logState(db: Queryable): Promise<LogState> {
   const { rows } = await db.query<StateRow>({
     name: "pl-log-state",
-    text: `SELECT size, position_tx::text AS position_tx, position_seq, checkpoint_size, checkpoint_root, checkpoint_note, checkpoint_at_ms
+    text: `SELECT size, position_tx::text AS position_tx, position_seq, checkpoint_size, checkpoint_root, checkpoint_note, checkpoint_at_ms, epoch
            FROM log_state WHERE id = 1`,
   });
   const row = rows[0]!;
@@ -51,7 +52,7 @@ async function logState(db: Queryable): Promise<LogState> {
           note: row.checkpoint_note!,
           signedAtMs: toNumber(row.checkpoint_at_ms),
         };
-  return { size: toNumber(row.size), position: `${row.position_tx}.${row.position_seq}`, checkpoint };
+  return { size: toNumber(row.size), position: `${row.position_tx}.${row.position_seq}`, checkpoint, epoch: row.epoch };
 }
 
 async function eventsToLog(db: Queryable, position: string, limit: number) {
@@ -135,6 +136,48 @@ async function oldestUnloggedAtMs(db: Queryable): Promise<number | null> {
   return rows[0] === undefined ? null : toNumber(rows[0].occurred_at_ms);
 }
 
+async function logIdentity(db: Queryable): Promise<LogIdentity> {
+  const { rows } = await db.query<{ origin: string | null; verifier_key: string | null; epoch: number; new_epoch_due: boolean }>({
+    name: "pl-log-identity",
+    text: "SELECT origin, verifier_key, epoch, new_epoch_due FROM log_state WHERE id = 1 FOR UPDATE",
+  });
+  const row = rows[0]!;
+  return { origin: row.origin, verifierKey: row.verifier_key, epoch: row.epoch, newEpochDue: row.new_epoch_due };
+}
+
+async function setLogIdentity(db: Queryable, origin: string, verifierKey: string): Promise<void> {
+  await db.query({
+    name: "pl-log-set-identity",
+    text: "UPDATE log_state SET origin = $1, verifier_key = $2 WHERE id = 1",
+    values: [origin, verifierKey],
+  });
+}
+
+async function beginEpoch(db: Queryable, epoch: StoredEpoch): Promise<void> {
+  await db.query({
+    name: "pl-log-begin-epoch",
+    text: "INSERT INTO log_epochs (epoch, origin, note, started_at_ms) VALUES ($1, $2, $3, $4)",
+    values: [epoch.epoch, epoch.origin, epoch.note, epoch.startedAtMs],
+  });
+  await db.query({
+    name: "pl-log-epoch",
+    text: "UPDATE log_state SET epoch = $1, new_epoch_due = false WHERE id = 1",
+    values: [epoch.epoch],
+  });
+}
+
+async function markNewEpochDue(db: Queryable): Promise<void> {
+  await db.query("UPDATE log_state SET new_epoch_due = true WHERE id = 1");
+}
+
+async function logEpochs(db: Queryable): Promise<StoredEpoch[]> {
+  const { rows } = await db.query<{ epoch: number; origin: string; note: string; started_at_ms: string }>({
+    name: "pl-log-epochs",
+    text: "SELECT epoch, origin, note, started_at_ms FROM log_epochs ORDER BY epoch",
+  });
+  return rows.map((row) => ({ epoch: row.epoch, origin: row.origin, note: row.note, startedAtMs: toNumber(row.started_at_ms) }));
+}
+
 export const postgresTransparencyLog = {
   claimLogger,
   logState,
@@ -146,4 +189,9 @@ export const postgresTransparencyLog = {
   storeCheckpoint,
   loggedEvent,
   oldestUnloggedAtMs,
+  logIdentity,
+  setLogIdentity,
+  beginEpoch,
+  markNewEpochDue,
+  logEpochs,
 } satisfies TransparencyLogPort<Queryable, "async">;

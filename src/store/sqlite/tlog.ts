@@ -1,6 +1,6 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { Tile, TileKey } from "../../domain/tlog.js";
-import type { LogState, LoggedEvent, StoredCheckpoint, TransparencyLogPort } from "../ports/tlog.js";
+import type { LogIdentity, LogState, LoggedEvent, StoredCheckpoint, StoredEpoch, TransparencyLogPort } from "../ports/tlog.js";
 import { statement, toNumber, type SqliteDb } from "./db.js";
 import { toStoredEvent, type EventRow } from "./events.js";
 
@@ -17,6 +17,10 @@ interface StateRow {
   checkpoint_root: Buffer | null;
   checkpoint_note: string | null;
   checkpoint_at_ms: bigint | null;
+  epoch: bigint;
+  origin: string | null;
+  verifier_key: string | null;
+  new_epoch_due: bigint;
 }
 
 function logState(db: SqliteDb): LogState {
@@ -30,7 +34,7 @@ function logState(db: SqliteDb): LogState {
           note: row.checkpoint_note!,
           signedAtMs: toNumber(row.checkpoint_at_ms),
         };
-  return { size: toNumber(row.size), position: row.position_seq.toString(), checkpoint };
+  return { size: toNumber(row.size), position: row.position_seq.toString(), checkpoint, epoch: toNumber(row.epoch) };
 }
 
 function eventsToLog(db: SqliteDb, position: string, limit: number) {
@@ -89,6 +93,39 @@ function oldestUnloggedAtMs(db: SqliteDb): number | null {
   return row === undefined ? null : toNumber(row.occurred_at_ms);
 }
 
+function logIdentity(db: SqliteDb): LogIdentity {
+  const row = statement(db, "SELECT * FROM log_state WHERE id = 1").get() as StateRow;
+  return { origin: row.origin, verifierKey: row.verifier_key, epoch: toNumber(row.epoch), newEpochDue: row.new_epoch_due !== 0n };
+}
+
+function setLogIdentity(db: SqliteDb, origin: string, verifierKey: string): void {
+  statement(db, "UPDATE log_state SET origin = ?, verifier_key = ? WHERE id = 1").run(origin, verifierKey);
+}
+
+function beginEpoch(db: SqliteDb, epoch: StoredEpoch): void {
+  statement(db, "INSERT INTO log_epochs (epoch, origin, note, started_at_ms) VALUES (?, ?, ?, ?)").run(
+    epoch.epoch,
+    epoch.origin,
+    epoch.note,
+    epoch.startedAtMs,
+  );
+  statement(db, "UPDATE log_state SET epoch = ?, new_epoch_due = 0 WHERE id = 1").run(epoch.epoch);
+}
+
+function markNewEpochDue(db: SqliteDb): void {
+  statement(db, "UPDATE log_state SET new_epoch_due = 1 WHERE id = 1").run();
+}
+
+function logEpochs(db: SqliteDb): StoredEpoch[] {
+  const rows = statement(db, "SELECT epoch, origin, note, started_at_ms FROM log_epochs ORDER BY epoch").all() as {
+    epoch: bigint;
+    origin: string;
+    note: string;
+    started_at_ms: bigint;
+  }[];
+  return rows.map((row) => ({ epoch: toNumber(row.epoch), origin: row.origin, note: row.note, startedAtMs: toNumber(row.started_at_ms) }));
+}
+
 export const sqliteTransparencyLog = {
   // One process is the only writer, and every step runs in one IMMEDIATE transaction.
   claimLogger: () => true,
@@ -101,4 +138,9 @@ export const sqliteTransparencyLog = {
   storeCheckpoint,
   loggedEvent,
   oldestUnloggedAtMs,
+  logIdentity,
+  setLogIdentity,
+  beginEpoch,
+  markNewEpochDue,
+  logEpochs,
 } satisfies TransparencyLogPort<SqliteDb, "sync">;

@@ -533,4 +533,17 @@ export const MIGRATIONS: Migration[] = [
         CHECK (inner_nodes IS NULL OR (octet_length(inner_nodes) <= 960 AND octet_length(inner_nodes) % 32 = 0));
     `,
   },
+  {
+    // The transparency log's identity and epochs (docs/transparency.md, issue 37): the origin and
+    // verifier key that sign it (start-up refuses others unless \`log rotate-key\` records the change),
+    // its epoch (a restored copy starts a new one, announced by a note the previous key signs), and
+    // whether the next start must begin one (\`log new-epoch\` after a pg_restore sets it).
+    version: 18,
+    name: "log_identity_and_epochs",
+    sql: `
+      ALTER TABLE log_state ADD COLUMN origin TEXT, ADD COLUMN verifier_key TEXT,
+        ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0, ADD COLUMN new_epoch_due BOOLEAN NOT NULL DEFAULT false;
+      CREATE TABLE log_epochs (epoch INTEGER PRIMARY KEY, origin TEXT NOT NULL, note TEXT NOT NULL, started_at_ms BIGINT NOT NULL);
+    `,
+  },
 ];

@@ -668,4 +668,19 @@ export const MIGRATIONS: Migration[] = [
         CHECK (inner_nodes IS NULL OR (length(inner_nodes) <= 960 AND length(inner_nodes) % 32 = 0));
     `,
   },
+  {
+    // The transparency log's identity and epochs (docs/transparency.md, issue 37): the origin and
+    // verifier key that sign it (start-up refuses others unless \`log rotate-key\` records the change),
+    // its epoch (a copy made by \`backup\` starts a new one at its first start, announced by a note
+    // the previous key signs), and whether the next start must begin one.
+    version: 21,
+    name: "log_identity_and_epochs",
+    sql: `
+      ALTER TABLE log_state ADD COLUMN origin TEXT;
+      ALTER TABLE log_state ADD COLUMN verifier_key TEXT;
+      ALTER TABLE log_state ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE log_state ADD COLUMN new_epoch_due INTEGER NOT NULL DEFAULT 0;
+      CREATE TABLE log_epochs (epoch INTEGER PRIMARY KEY, origin TEXT NOT NULL, note TEXT NOT NULL, started_at_ms INTEGER NOT NULL);
+    `,
+  },
 ];
