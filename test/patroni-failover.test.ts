@@ -218,7 +218,7 @@ describe.skipIf(SKIP_REASON !== null)("Patroni failover behind HAProxy (deploy/p
         while (!stopped && unexpected.length === 0) {
           const batchId = `failover-${randomBytes(6).toString("hex")}`;
           // Only a write sent after the kill shows the service writing again (one in flight may be answered after it).
-          const sentAfterKill = killedAtMs !== null;
+          const sentAfterKillMs = killedAtMs;
           const response = await fetch(`${server!.url}/v1/contracts/${contract}/batches/${batchId}`, {
             method: "PUT",
             headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
@@ -233,9 +233,9 @@ describe.skipIf(SKIP_REASON !== null)("Patroni failover behind HAProxy (deploy/p
           statuses[status] = (statuses[status] ?? 0) + 1;
           if (status === 200) {
             acknowledged.push(batchId);
-            if (sentAfterKill) {
+            if (sentAfterKillMs !== null) {
               okAfterKill += 1;
-              firstOkAfterKillMs ??= Date.now() - killedAtMs;
+              firstOkAfterKillMs ??= Date.now() - sentAfterKillMs;
             }
           } else if (status === 503 && /^[0-9]+$/.test(response!.headers.get("retry-after") ?? "")) {
             await sleep(100);
