@@ -2,6 +2,7 @@ import type { EventDataByType, LedgerEvent } from "./domain/events.js";
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { OVERDUE_BATCH_SECONDS, OVERDUE_BATCHES_COUNTED_MAX } from "./domain/limits.js";
 import type { LedgerStore } from "./store/store.js";
+import { DATABASE_ERROR_KINDS, databaseHealthCounts, type DatabaseErrorKind } from "./store/database-health.js";
 
 /** One registry per app, so tests can build several apps in one process. */
 export function createMetrics() {
@@ -117,12 +118,36 @@ function databaseMetrics(registry: Registry) {
       help: "age of the oldest committed event the transparency log has not logged yet (0 when none): it grows while the log cannot advance",
       registers: [registry],
     }),
+    // Read from the process's tally (src/store/database-health.ts) at each scrape.
+    databaseErrors: new Counter({
+      name: "points_database_errors_total",
+      help: "database operations that failed as unavailable (answered 503 or retried by a job), by kind: connection, read_only (a standby or read-only server), shutdown, vanished (the host stopped answering), timeout, overloaded, conflict",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+      collect() {
+        setFromTally(this, databaseHealthCounts().errors);
+      },
+    }),
+    connectionsDiscarded: new Counter({
+      name: "points_database_connections_discarded_total",
+      help: "pooled database connections closed instead of reused after an error, by the error's kind (see points_database_errors_total)",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+      collect() {
+        setFromTally(this, databaseHealthCounts().discards);
+      },
+    }),
     batchesOverdue: new Gauge({
       name: "points_batches_overdue",
       help: `PENDING batches more than ${OVERDUE_BATCH_SECONDS} s past their finalizeAt (the whole database; counted up to ${OVERDUE_BATCHES_COUNTED_MAX})`,
       registers: [registry],
     }),
   };
+}
+
+function setFromTally(counter: Counter<"kind">, tally: ReadonlyMap<DatabaseErrorKind, number>): void {
+  counter.reset();
+  for (const kind of DATABASE_ERROR_KINDS) counter.inc({ kind }, tally.get(kind) ?? 0);
 }
 
 /**

@@ -146,11 +146,12 @@ function selectorProblem(selector: Selector, metricsFrom: string | undefined): s
 }
 
 describe("the metrics the rules and the dashboard query", () => {
-  it("finds 15 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
+  it("finds 16 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
     expect(rules.map((rule) => rule.alert).sort()).toEqual(
       [
         "PointsLedgerBatchesFailingToFinalize",
         "PointsLedgerBatchesOverdue",
+        "PointsLedgerDatabaseErrors",
         "PointsLedgerDatabaseUnavailable",
         "PointsLedgerDiskFillingUp",
         "PointsLedgerDiskSpaceLow",
@@ -236,7 +237,7 @@ describe("docs/operations.md", () => {
 // promtool.
 
 describe.skipIf(!promtool)("promtool", () => {
-  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 15 rules", () => {
+  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 16 rules", () => {
     const result = spawnSync(promtool!, ["check", "rules", RULES_PATH], { encoding: "utf8" });
     expect(result.status, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain(`SUCCESS: ${rules.length} rules found`);
@@ -297,6 +298,16 @@ const SCENARIOS: Record<string, Scenario> = {
     ],
     // A database that went away for a minute and came back.
     healthy: [[`points_database_up{${SVC}}`, "1 1 1 0 1x10"]],
+  },
+  PointsLedgerDatabaseErrors: {
+    evalTime: "15m",
+    // Writes reaching a standby: 30 failures a minute, every minute.
+    failing: [[`points_database_errors_total{${SVC}, kind="read_only"}`, "0+30x20"]],
+    // One restart's burst, then nothing; and lock conflicts, which are not an outage.
+    healthy: [
+      [`points_database_errors_total{${SVC}, kind="shutdown"}`, "0 40 40x18"],
+      [`points_database_errors_total{${SVC}, kind="conflict"}`, "0+30x20"],
+    ],
   },
   PointsLedgerBatchesOverdue: {
     evalTime: "10m",

@@ -44,6 +44,7 @@ import { balancesExportRoute, transferRoutes } from "./routes/transfers.js";
 import { leaderboardRoutes } from "./routes/leaderboards.js";
 import { consoleRoutes } from "./routes/console.js";
 import { IntakePool } from "./batch-intake.js";
+import { OutageLog } from "./outage-log.js";
 import { validatorCompiler } from "./validation.js";
 
 export interface AppOptions {
@@ -132,6 +133,12 @@ class EventLoopOverloaded extends ApiError {
   }
 }
 
+/** The request's id: the client's X-Request-Id when it is a plain short token, else a new UUID. */
+function requestIdOf(request: IncomingMessage): string {
+  const given = request.headers["x-request-id"];
+  return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
+}
+
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const ctx: AppContext = {
     config: options.config,
@@ -143,15 +150,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // The ledger counters follow what this process commits (src/metrics.ts), not what handlers say.
   const unsubscribe = ctx.store.onCommittedEvents((events) => recordCommittedEvents(ctx.metrics, events));
   const operationalPaths = new Set<string>();
+  const outageLog = new OutageLog(() => ctx.store.ping());
   const app = Fastify({
     serverFactory: serverWithAdmission(options.config, ctx.metrics, operationalPaths),
-    logger: loggerOf(options),
+    logger: loggerOf(options, outageLog),
     bodyLimit: options.config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: true }),
-    genReqId: (request) => {
-      const given = request.headers["x-request-id"];
-      return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
-    },
+    genReqId: requestIdOf,
     return503OnClosing: false,
     requestTimeout: options.config.requestTimeoutMs,
     trustProxy: options.config.trustProxy,
@@ -161,6 +166,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   });
+  outageLog.attach(app.log);
   recordOperationalPaths(app, operationalPaths);
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
@@ -200,6 +206,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(async (logScope) => logRoutes(logScope, ctx), { prefix: "/v1/log" });
   app.addHook("onClose", async () => {
     unsubscribe();
+    outageLog.stop();
     // The last minute's uses of API keys, before the store closes.
     await apiKeyUses.close().catch((error: unknown) => app.log.warn({ err: error }, "could not record when API keys were last used"));
     await ctx.intake.close();
@@ -367,11 +374,23 @@ function installRequestMetrics(app: FastifyInstance, metrics: Metrics): void {
   });
 }
 
-/** The logger's options: the given ones or JSON at LOG_LEVEL, every line scrubbed of secrets (src/log-redaction.ts). */
-function loggerOf(options: AppOptions): false | object {
+/**
+ * The logger's options: the given ones or JSON at LOG_LEVEL, every line scrubbed of secrets
+ * (src/log-redaction.ts), a database outage written as two lines (src/http/outage-log.ts).
+ */
+function loggerOf(options: AppOptions, outageLog: OutageLog): false | object {
   if (options.logger === false) return false;
   const given = typeof options.logger === "object" ? options.logger : { level: options.config.logLevel };
-  return redactingLoggerOptions(given, [options.config.adminToken]);
+  const redacting = redactingLoggerOptions(given, [options.config.adminToken]) as { hooks: object };
+  return {
+    ...redacting,
+    hooks: {
+      ...redacting.hooks,
+      logMethod(this: unknown, args: unknown[], method: (...args: unknown[]) => void) {
+        outageLog.logMethod(this, args, method);
+      },
+    },
+  };
 }
 
 /** Query parameters whose values are secrets (a client may put its bearer token in the URL). */

@@ -1,102 +1,145 @@
-import { execFileSync, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import pg from "pg";
+import { freePort } from "./process.js";
 
 /**
- * A PostgreSQL cluster of the test run's own, made by `initdb` with PostgreSQL's default settings
- * (autovacuum on, the machine's cluster has it off), on its own port and data folder: the
- * production defaults the issue-37 fault hid from. It never touches the machine's own cluster.
- * As root, initdb and the server run as the `postgres` user (PostgreSQL refuses root).
+ * PostgreSQL clusters of a test's own (initdb on a free port, in a temporary folder), for what a
+ * shared server must not suffer: a shutdown under load, a server set read-only, a streaming
+ * standby (pg_basebackup -R) promoted in a failover. The binaries are Debian's PostgreSQL 15 (or
+ * PG_BIN); initdb and the server run as the `postgres` user (as root, through runuser).
  */
 
-export interface OwnCluster {
-  /** postgres://postgres@127.0.0.1:<port>/postgres */
-  url: string;
-  port: number;
-  dataDir: string;
-  stop(): void;
-}
+export const PG_BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin";
+const RUN_AS = "postgres";
+const run = promisify(execFile);
 
-/** Where the server binaries are: pg_config's bindir, else the newest /usr/lib/postgresql/<v>/bin. */
-export function postgresBinDir(): string | null {
-  const fromConfig = spawnSync("pg_config", ["--bindir"], { encoding: "utf8" });
-  const candidates = fromConfig.status === 0 ? [fromConfig.stdout.trim()] : [];
-  if (existsSync("/usr/lib/postgresql")) {
-    const versions = readdirSync("/usr/lib/postgresql").sort((a, b) => Number(b) - Number(a));
-    candidates.push(...versions.map((version) => `/usr/lib/postgresql/${version}/bin`));
-  }
-  return candidates.find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))) ?? null;
-}
-
-const isRoot = () => process.getuid?.() === 0;
-
-/** Why an own cluster cannot be made here, or null when it can. */
-export function ownClusterUnavailable(): string | null {
-  if (postgresBinDir() === null) return "PostgreSQL's server binaries (initdb, pg_ctl) are not installed (Debian: postgresql)";
-  if (isRoot() && spawnSync("id", ["-u", "postgres"]).status !== 0)
-    return "running as root and there is no `postgres` user to run initdb as";
+function missingTool(): string | null {
+  if (!existsSync(join(PG_BIN, "initdb"))) return `no ${PG_BIN}/initdb (apt-get install postgresql-15, or set PG_BIN)`;
+  const uid = process.getuid?.();
+  if (uid !== 0 && process.env.USER !== RUN_AS) return "initdb must run as root (through runuser) or as the postgres user";
   return null;
 }
 
-function runAsOwner(command: string, args: string[]): void {
-  const [file, argv] = isRoot() ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, args];
-  execFileSync(file, argv, { stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+const MISSING = missingTool();
+/** Why the tests that need clusters of their own are skipped, or null when they run. */
+export const CLUSTER_SKIP_REASON = MISSING === null ? null : `PostgreSQL clusters of the test's own are unavailable: ${MISSING}`;
+
+export interface Cluster {
+  port: number;
+  dataDir: string;
+  /** postgres://postgres@127.0.0.1:port/`database` (trust authentication). */
+  url(database?: string): string;
+  /** One statement on a fresh connection. */
+  query<R extends pg.QueryResultRow>(sql: string, values?: unknown[]): Promise<R[]>;
+  start(): Promise<void>;
+  /** pg_ctl stop -m `mode`: fast disconnects every session (57P01), immediate is a crash. */
+  stop(mode?: "fast" | "immediate"): Promise<void>;
+  /** A streaming standby of this cluster (pg_basebackup -R), started on a port of its own. */
+  standby(): Promise<Cluster>;
+  promote(): Promise<void>;
+  /** Stops the server and deletes its folder. */
+  remove(): Promise<void>;
 }
 
-/** initdb with the defaults (trust auth for the test), started on `port`; `settings` are passed as -c options. */
-export async function startOwnCluster(port: number, settings: Record<string, string> = {}): Promise<OwnCluster> {
-  const bin = postgresBinDir();
-  if (bin === null) throw new Error(ownClusterUnavailable() ?? "no PostgreSQL binaries");
-  const root = mkdtempSync(join(tmpdir(), "points-ledger-pg-"));
-  if (isRoot())
-    chownSync(root, Number(execFileSync("id", ["-u", "postgres"]).toString()), Number(execFileSync("id", ["-g", "postgres"]).toString()));
-  const dataDir = join(root, "data");
-  runAsOwner(join(bin, "initdb"), ["-D", dataDir, "-A", "trust", "-U", "postgres", "--no-sync"]);
-  const options = [
-    `-p ${port}`,
-    `-k ${root}`,
-    "-c listen_addresses=127.0.0.1",
-    ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`),
-  ];
-  runAsOwner(join(bin, "pg_ctl"), ["-D", dataDir, "-o", options.join(" "), "-l", join(root, "server.log"), "-w", "-t", "60", "start"]);
-  const stop = () => {
-    try {
-      runAsOwner(join(bin, "pg_ctl"), ["-D", dataDir, "-m", "immediate", "-w", "stop"]);
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  };
-  return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, port, dataDir, stop };
+async function asPostgres(command: string, args: string[]): Promise<string> {
+  const full = join(PG_BIN, command);
+  const { stdout } = process.getuid?.() === 0 ? await run("runuser", ["-u", RUN_AS, "--", full, ...args]) : await run(full, args);
+  return stdout;
 }
 
-/** Statements in `url`'s cluster. */
-export async function clusterQuery<R extends pg.QueryResultRow>(url: string, sql: string): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(sql)).rows;
-  } finally {
-    await client.end();
+function ownedFolder(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (process.getuid?.() === 0) {
+    const { uid, gid } = postgresIds();
+    chownSync(dir, uid, gid);
   }
+  return dir;
+}
+
+let ids: { uid: number; gid: number } | null = null;
+function postgresIds(): { uid: number; gid: number } {
+  if (ids) return ids;
+  const line = readFileSync("/etc/passwd", "utf8")
+    .split("\n")
+    .find((entry) => entry.startsWith(`${RUN_AS}:`));
+  if (!line) throw new Error(`no ${RUN_AS} user`);
+  const fields = line.split(":");
+  ids = { uid: Number(fields[2]), gid: Number(fields[3]) };
+  return ids;
+}
+
+/**
+ * `defaults`: PostgreSQL's own settings (fsync and autovacuum on, as production runs), for the
+ * suites that must see what a default cluster does (test/global-setup.ts); otherwise fsync off and
+ * fewer connections, for the clusters a test starts, stops and fails over.
+ */
+function clusterAt(dataDir: string, port: number, defaults = false): Cluster {
+  const url = (database = "postgres") => `postgres://postgres@127.0.0.1:${port}/${database}`;
+  const options = `-p ${port} -k ${dataDir} -c listen_addresses=127.0.0.1${defaults ? "" : " -c fsync=off -c max_connections=60"}`;
+  const cluster: Cluster = {
+    port,
+    dataDir,
+    url,
+    query: async <R extends pg.QueryResultRow>(sql: string, values: unknown[] = []) => {
+      const client = new pg.Client({ connectionString: url() });
+      client.on("error", () => undefined);
+      await client.connect();
+      try {
+        return (await client.query<R>(sql, values)).rows;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    },
+    start: async () => void (await asPostgres("pg_ctl", ["-D", dataDir, "-o", options, "-l", join(dataDir, "server.log"), "-w", "start"])),
+    stop: async (mode = "fast") => void (await asPostgres("pg_ctl", ["-D", dataDir, "-m", mode, "-w", "stop"])),
+    standby: async () => {
+      const standbyDir = ownedFolder("pl-standby-");
+      await asPostgres("pg_basebackup", ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-D", standbyDir, "-R", "-X", "stream"]);
+      const standby = clusterAt(standbyDir, await freePort());
+      await standby.start();
+      return standby;
+    },
+    promote: async () => void (await asPostgres("pg_ctl", ["-D", dataDir, "-w", "promote"])),
+    remove: async () => {
+      await cluster.stop("immediate").catch(() => undefined);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return cluster;
+}
+
+/** A new cluster, started, with trust authentication for local TCP (replication included, as initdb writes it). */
+export async function startCluster(options: { defaults?: boolean } = {}): Promise<Cluster> {
+  const dataDir = ownedFolder("pl-cluster-");
+  await asPostgres("initdb", ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"]);
+  const cluster = clusterAt(dataDir, await freePort(), options.defaults);
+  await cluster.start();
+  return cluster;
 }
 
 /**
  * Moves the cluster's next transaction id to `margin` below the next power of ten at least
- * 2 × `margin` ahead, so that a load of more than `margin` transactions makes ids cross it (the
- * point where their text and numeric orders part). Each subtransaction that writes takes an id.
+ * 2 × `margin` ahead, so that a load of more than `margin` transactions makes ids cross it (where
+ * their text and numeric orders part, issue 37). Each subtransaction that writes takes an id.
  */
 export async function burnTransactionIdsToBoundary(url: string, margin: number): Promise<number> {
-  const [row] = await clusterQuery<{ next: string }>(url, "SELECT pg_current_xact_id()::text AS next");
-  const next = Number(row!.next);
-  let boundary = 10;
-  while (boundary - next < 2 * margin) boundary *= 10;
-  const burn = boundary - margin - next;
-  await clusterQuery(
-    url,
-    `CREATE TEMP TABLE burn (i int);
-     DO $$ BEGIN FOR i IN 1..${burn} LOOP BEGIN INSERT INTO burn VALUES (i); EXCEPTION WHEN OTHERS THEN NULL; END; END LOOP; END $$;`,
-  );
-  return boundary;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ next: string }>("SELECT pg_current_xact_id()::text AS next");
+    const next = Number(rows[0]!.next);
+    let boundary = 10;
+    while (boundary - next < 2 * margin) boundary *= 10;
+    await client.query("CREATE TEMP TABLE burn (i int)");
+    await client.query(
+      `DO $$ BEGIN FOR i IN 1..${boundary - margin - next} LOOP BEGIN INSERT INTO burn VALUES (i); EXCEPTION WHEN OTHERS THEN NULL; END; END LOOP; END $$`,
+    );
+    return boundary;
+  } finally {
+    await client.end();
+  }
 }

@@ -8,7 +8,9 @@ import { connect, createServer, type AddressInfo, type Socket } from "node:net";
  * - blackhole(): as a host that died or a partition that drops packets: nothing is answered,
  *   open connections and new ones stay open but every byte is dropped. Connections silenced
  *   this way stay silent for good, as a TCP connection to a dead host does.
- * restore() lets new connections through again. The listening port stays bound the whole time,
+ * restore() lets new connections through again. retarget() sends new connections to another port
+ * and leaves open ones where they are, as a DNS name or a proxy switched to a promoted standby
+ * does (HAProxy without shutdown-sessions). The listening port stays bound the whole time,
  * so no other process can take it during the outage.
  */
 
@@ -22,6 +24,8 @@ export interface TcpProxy {
   cut(): void;
   blackhole(): void;
   restore(): void;
+  /** New connections go to `port` from now on; open ones stay on the old target. */
+  retarget(port: number): void;
   /** Connections forwarded, reset (open at a cut, or arriving during one) and silenced. */
   readonly stats: { forwarded: number; reset: number; silenced: number };
   close(): Promise<void>;
@@ -37,6 +41,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   const links = new Set<Link>();
   const stats = { forwarded: 0, reset: 0, silenced: 0 };
   let mode: Mode = "forward";
+  let target = targetPort;
 
   const destroy = (link: Link) => {
     if (!links.delete(link)) return;
@@ -78,7 +83,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
       silence(link);
       return;
     }
-    const upstream = connect(targetPort, LOOPBACK);
+    const upstream = connect(target, LOOPBACK);
     stats.forwarded += 1;
     client.pipe(upstream);
     upstream.pipe(client);
@@ -102,6 +107,9 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     restore: () => {
       mode = "forward";
+    },
+    retarget: (port) => {
+      target = port;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -50,8 +50,9 @@ export function operationRoutes(app: FastifyInstance, ctx: AppContext): void {
     try {
       await ctx.store.ping();
     } catch (error) {
-      // The store says why (full, read-only, unreachable) and how long to wait.
-      if (error instanceof StoreUnavailableError) throw unavailable(error.message, error.retryAfterSeconds);
+      // The store says why (full, read-only, unreachable) and how long to wait; thrown as it is,
+      // so the log counts it in the outage (src/http/outage-log.ts) rather than writing each one.
+      if (error instanceof StoreUnavailableError) throw error;
       throw unavailable("the database does not answer");
     }
     return { success: true, status: "ready" };

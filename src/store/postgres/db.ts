@@ -3,6 +3,8 @@ import { InvariantViolation, validationFailed } from "../../domain/errors.js";
 import type { LedgerEvent } from "../../domain/events.js";
 import { CommittedEvents } from "../committed-events.js";
 import { StoreUnavailableError } from "../errors.js";
+import { countDatabaseError, countDiscardedConnection, type DatabaseErrorKind } from "../database-health.js";
+import { isVanishedHostError, watchForVanishedHost } from "./pool-watchdog.js";
 import { MIGRATIONS } from "./migrations/index.js";
 import { migrationStatusOf, refuseNewerSchema, type MigrationStatus } from "../migration-status.js";
 
@@ -27,11 +29,20 @@ export interface PostgresOptions {
  */
 const POOL_WAIT_TIMEOUT_MS = 2000;
 /**
- * Client-side bound on one query, past the server's statement_timeout: an answer that has not come
- * by then never will (the database host died or the network drops packets silently), so the
- * query fails as unavailable and its connection is discarded instead of hanging forever.
+ * Client-side bound on one query, past the server's statement_timeout: the server would have
+ * cancelled the statement by then, so an answer that has not come means this one connection is
+ * dead while the server still answers others (a vanished host is caught sooner, in seconds, by
+ * pool-watchdog.ts, which asks the server on a fresh connection). The query fails as unavailable
+ * and its connection is discarded instead of hanging forever.
  */
 const QUERY_TIMEOUT_MARGIN_MS = 3000;
+/**
+ * TCP keepalive on every connection, first probe after this much silence (then, as libuv sets
+ * them, one probe a second, ten of them): an idle pooled connection to a host that vanished
+ * without a reset is closed in about 12 s instead of the system's two hours, so the pool opens a
+ * new one rather than handing out a dead one.
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 2000;
 /** Idle connections are closed after this, so a quiet instance gives its connections back. */
 const IDLE_TIMEOUT_MS = 30_000;
 /** Seconds a client is told to wait (Retry-After) when the database is unreachable or overloaded. */
@@ -71,23 +82,32 @@ function withSessionOptions(connectionString: string): { connectionString: strin
 }
 
 export function createPool(options: PostgresOptions): PgPool {
-  const pool = new pg.Pool({
+  const connection: pg.ClientConfig = {
     ...withSessionOptions(options.connectionString),
-    max: options.poolSize,
-    connectionTimeoutMillis: POOL_WAIT_TIMEOUT_MS,
-    idleTimeoutMillis: IDLE_TIMEOUT_MS,
     // Sent in the start-up packet, so it holds for every statement of every connection.
     statement_timeout: options.statementTimeoutMs,
     query_timeout: options.statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
     // A process that stalls mid-transaction must not hold ledger row locks forever.
     idle_in_transaction_session_timeout: options.statementTimeoutMs,
     keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
+  };
+  const pool = new pg.Pool({
+    ...connection,
+    max: options.poolSize,
+    // Also the bound on opening a new connection: a host that does not answer costs this, not TCP's minutes.
+    connectionTimeoutMillis: POOL_WAIT_TIMEOUT_MS,
+    idleTimeoutMillis: IDLE_TIMEOUT_MS,
   });
   // An idle client whose connection drops (server restart, network) is discarded by the pool;
-  // without a listener the 'error' event would crash the process.
-  pool.on("error", (error) => {
-    process.emitWarning(`idle PostgreSQL connection failed: ${error.message}`, "StoreWarning");
+  // without a listener the 'error' event would crash the process. It is counted, not logged: the
+  // next operation that needs the database reports the outage (src/http/outage-log.ts).
+  pool.on("error", (error) => countDiscardedConnection(errorKindOf(error) ?? "connection"));
+  // pg-pool closes a client released with an error (transaction() passes the ones that must not be reused).
+  pool.on("release", (error: Error | undefined) => {
+    if (error) countDiscardedConnection(errorKindOf(error) ?? "connection");
   });
+  watchForVanishedHost(pool, connection);
   // pg-pool emits 'connect' once per client, synchronously, before it first hands the client out
   // (and before that, while connecting, errors go to the connect callback), so from here on the
   // client is never without an 'error' listener. The pool's own listener is attached only while
@@ -100,16 +120,26 @@ export function createPool(options: PostgresOptions): PgPool {
   return pool;
 }
 
-/** SQLSTATE classes and codes that mean "try again later", not "your request is wrong". */
-const TRANSIENT_SQLSTATES = new Set([
-  "40001", // serialization_failure
-  "40P01", // deadlock_detected
-  "55P03", // lock_not_available
-  "57014", // query_canceled: statement_timeout
-  "57P01", // admin_shutdown
-  "57P02", // crash_shutdown
-  "57P03", // cannot_connect_now
+/** SQLSTATE classes and codes that mean "try again later", not "your request is wrong", by kind. */
+const TRANSIENT_SQLSTATES = new Map<string, DatabaseErrorKind>([
+  ["40001", "conflict"], // serialization_failure
+  ["40P01", "conflict"], // deadlock_detected
+  ["55P03", "conflict"], // lock_not_available
+  ["57014", "timeout"], // query_canceled: statement_timeout
+  ["57P01", "shutdown"], // admin_shutdown (also pg_terminate_backend)
+  ["57P02", "shutdown"], // crash_shutdown
+  ["57P03", "shutdown"], // cannot_connect_now: starting up, shutting down, in recovery without hot standby
+  // read_only_sql_transaction: the server behind the address is a standby or a demoted primary (a
+  // failover in progress, a proxy or DNS name on the wrong node). Our own statements never write in
+  // a READ ONLY transaction (the tests would say so), so it always means the server cannot write.
+  ["25006", "read_only"],
 ]);
+/**
+ * Errors after which a connection is closed, never reused: it reached a server that cannot write
+ * (after a failover the same server stays a standby; a new connection may reach the new primary)
+ * or that is going away. Connection errors (isConnectionError) are discarded too.
+ */
+const DISCARDING_KINDS: ReadonlySet<DatabaseErrorKind> = new Set(["read_only", "shutdown", "connection", "vanished"]);
 const TRANSIENT_SQLSTATE_CLASSES = ["08", "53"]; // connection exception, insufficient resources
 const NETWORK_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EPIPE", "EHOSTUNREACH", "EAI_AGAIN"]);
 /** node-postgres reports a lost or unobtainable connection as a plain Error with one of these messages. */
@@ -128,6 +158,7 @@ function codeOf(error: unknown): string | undefined {
 
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
+  if (isVanishedHostError(error)) return true;
   // A FATAL error (57P01 from pg_terminate_backend, a shutdown) means the server ends the session.
   const severity = (error as { severity?: unknown }).severity;
   if (severity === "FATAL" || severity === "PANIC") return true;
@@ -136,6 +167,30 @@ export function isConnectionError(error: unknown): boolean {
   if (code !== undefined && TRANSIENT_SQLSTATE_CLASSES.includes(code.slice(0, 2)) && code.length === 5) return true;
   return CONNECTION_MESSAGES.some((message) => error.message.includes(message));
 }
+
+/** Why the database was unavailable to `error`, or undefined when the error is not about availability. */
+function errorKindOf(error: unknown): DatabaseErrorKind | undefined {
+  const code = codeOf(error);
+  const byCode = code === undefined ? undefined : TRANSIENT_SQLSTATES.get(code);
+  if (byCode !== undefined) return byCode;
+  if (!isConnectionError(error)) return undefined;
+  const message = (error as Error).message;
+  if (isVanishedHostError(error) || message.includes("Query read timeout")) return "vanished";
+  if (code?.startsWith("53") || message.includes("timeout exceeded when trying to connect")) return "overloaded";
+  return "connection";
+}
+
+/**
+ * A connection that saw `error` must be closed rather than handed out again: the connection
+ * failed, or its server cannot write or is going away. The database's failure, not the request's.
+ */
+export function mustDiscard(error: unknown): boolean {
+  const kind = errorKindOf(error);
+  return kind !== undefined && DISCARDING_KINDS.has(kind);
+}
+
+/** Errors already counted in points_database_errors_total (one failure can be translated twice: a transaction inside a guarded operation). */
+const countedErrors = new WeakSet<object>();
 
 /**
  * Data exceptions (SQLSTATE class 22) that only text sent by a client can cause: PostgreSQL
@@ -158,7 +213,10 @@ const CLIENT_TEXT_SQLSTATES = new Map([
 export function toStoreError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError || error instanceof InvariantViolation) return error;
   const code = codeOf(error);
-  if (isConnectionError(error) || (code !== undefined && TRANSIENT_SQLSTATES.has(code))) {
+  const kind = errorKindOf(error);
+  if (kind !== undefined) {
+    if (!countedErrors.has(error as object)) countDatabaseError(kind);
+    countedErrors.add(error as object);
     const reason = error instanceof Error ? error.message : String(error);
     return new StoreUnavailableError(`the database is unavailable: ${reason}`, RETRY_AFTER_SECONDS, { cause: error });
   }
@@ -217,8 +275,9 @@ export interface TransactionOptions<T> {
 const EXPORTED_SNAPSHOT = /^[0-9A-F]+(-[0-9A-F]+)+$/i;
 
 /**
- * Runs `work` in one transaction on one pooled connection. A connection that failed is destroyed
- * rather than returned to the pool: failures seen here, and any 'error' event the client emitted
+ * Runs `work` in one transaction on one pooled connection. A connection that failed, or whose
+ * server cannot write or is going away (mustDiscard), is destroyed rather than returned to the
+ * pool: failures seen here, and any 'error' event the client emitted
  * while checked out (connection lost between two statements, or before this call resumed; the
  * listener createPool attaches records it), are passed to release().
  */
@@ -262,7 +321,7 @@ export async function transaction<T>(
     if (commit && appended) committedEventsOf(pool).emit(appended);
     return result;
   } catch (error) {
-    if (!lostConnections.has(client) && !isConnectionError(error)) {
+    if (!lostConnections.has(client) && !mustDiscard(error)) {
       await client.query("ROLLBACK").catch((rollbackError: Error) => {
         broken = rollbackError;
       });
@@ -274,6 +333,30 @@ export async function transaction<T>(
     appendedEvents.delete(client);
     client.release(lostConnections.get(client) ?? broken);
   }
+}
+
+/**
+ * Readiness (GET /readyz, points_database_up): the server answers and a write would succeed, so
+ * a standby, or a primary set read-only, is not ready although it answers SELECT 1 (behind a
+ * proxy or DNS name that points at the wrong node mid-failover, every write failed while
+ * readiness said 200). The connection that found a server unable to write is discarded, as a
+ * write's would be (25006), and the failure is the store's 503.
+ */
+export async function probeWrites(pool: PgPool): Promise<void> {
+  const client = await pool.connect();
+  let failure: Error | undefined;
+  try {
+    const { rows } = await client.query<{ recovery: boolean; read_only: string }>(
+      "SELECT pg_is_in_recovery() AS recovery, current_setting('transaction_read_only') AS read_only",
+    );
+    const why = rows[0]!.recovery ? "a standby (in recovery)" : rows[0]!.read_only === "on" ? "set read-only" : null;
+    if (why !== null) failure = Object.assign(new Error(`the database server cannot write: it is ${why}`), { code: "25006" });
+  } catch (error) {
+    failure = error as Error;
+  } finally {
+    client.release(lostConnections.get(client) ?? failure);
+  }
+  if (failure) throw failure;
 }
 
 /** NUMERIC(40,0) columns arrive as decimal strings; they become bigint without touching a float. */

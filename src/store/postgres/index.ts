@@ -5,7 +5,7 @@ import * as auth from "./auth.js";
 import * as batches from "./batches.js";
 import * as credits from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
-import { committedEventsOf, createPool, guard, guardEach, migrate, transaction, type PostgresOptions } from "./db.js";
+import { committedEventsOf, createPool, guard, guardEach, migrate, probeWrites, transaction, type PostgresOptions } from "./db.js";
 import { historyOperations } from "./history.js";
 import { postgresLeaderboardReads, projectionState } from "./leaderboards.js";
 import { postgresLedger } from "./ledger.js";
@@ -34,7 +34,7 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     projectionAside: false,
     ...guardEach(pool, ledger),
     migrate: () => run(() => migrate(pool)),
-    ping: () => run(async () => void (await pool.query("SELECT 1"))),
+    ping: () => run(() => probeWrites(pool)),
     // Idempotent, like the SQLite adapter's: shutdown paths may close the store more than once.
     close: () => (closing ??= pool.end()),
     getOperator: (contract) => run(() => auth.readOperator(pool, contract)),

@@ -5,7 +5,7 @@ import * as apiKeys from "./api-keys.js";
 import * as auth from "./auth.js";
 import * as batches from "./batches.js";
 import * as credits from "./credits.js";
-import { isConnectionError, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
+import { mustDiscard, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
 import { projection, windowBoards } from "./leaderboards.js";
 import * as webhooks from "./webhooks.js";
@@ -43,7 +43,8 @@ export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async
     writePass: (work) => work(pool),
     // No budget: nothing is held across batches, and several instances share the work.
     finalizePassBudgetMs: Number.POSITIVE_INFINITY,
-    // A lost connection is the database's failure, not the batch's.
-    isDatabaseFailure: isConnectionError,
+    // A lost connection, or a server that cannot write (a standby) or is going away, is the
+    // database's failure, not the batch's: the pass fails and no failure is recorded on the batch.
+    isDatabaseFailure: mustDiscard,
   };
 }
