@@ -10,6 +10,8 @@ import {
   http,
   type Abi,
   type Account,
+  type Chain,
+  type Transport,
   type Address,
   type Hex,
   type PublicClient,
@@ -62,9 +64,9 @@ export interface Anvil {
   rpcUrl: string;
   chainId: number;
   publicClient: PublicClient;
-  testClient: TestClient<"anvil">;
+  testClient: TestClient<"anvil", Transport, Chain>;
   /** A wallet client signing with `account` (one of ANVIL_KEYS, or any funded account). */
-  wallet(account: Account): WalletClient<ReturnType<typeof http>, ReturnType<typeof defineChain>, Account>;
+  wallet(account: Account): WalletClient<Transport, Chain, Account>;
   output(): string;
   stop(): Promise<void>;
 }
