@@ -8,6 +8,7 @@ import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BaseError, ContractFunctionRevertedError, getAddress, parseEventLogs, parseUnits, type Abi, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { DISTRIBUTOR_ABI } from "../src/chain/distributor.js";
 import { ANVIL_PATH, ANVIL_SKIP_REASON, anvilAccount, deploy, startAnvil, type Anvil } from "./helpers/anvil.js";
 import {
   assertBuilt,
@@ -95,10 +96,13 @@ describe.skipIf(ANVIL_PATH === null)(`PointsDistributor on anvil${ANVIL_PATH ===
     await anvil.publicClient.waitForTransactionReceipt({ hash });
   }
 
-  it("has the ABI that API.md gives (and Ownable's owner functions)", () => {
+  it("has the ABI that API.md gives (and Ownable's owner functions), and what the service calls", () => {
     const signatures = distributorAbi()
       .filter((item) => item.type === "function" || item.type === "event")
-      .map((item) => `${item.type} ${item.name}(${item.inputs.map((input) => input.type + ("indexed" in input && input.indexed ? " indexed" : "")).join(",")})`);
+      .map(
+        (item) =>
+          `${item.type} ${item.name}(${item.inputs.map((input) => input.type + ("indexed" in input && input.indexed ? " indexed" : "")).join(",")})`,
+      );
     expect(signatures).toEqual(
       expect.arrayContaining([
         "function submitRoot(bytes32)",
@@ -118,6 +122,21 @@ describe.skipIf(ANVIL_PATH === null)(`PointsDistributor on anvil${ANVIL_PATH ===
         "event Claimed(address indexed,uint256,uint256)",
       ]),
     );
+    // What the service calls (src/chain/distributor.ts) is in the compiled contract exactly:
+    // names, parameter types, indexed flags, return types and mutability.
+    const shape = (item: Abi[number]) =>
+      JSON.stringify({
+        type: item.type,
+        name: "name" in item ? item.name : null,
+        inputs:
+          "inputs" in item
+            ? item.inputs.map((input) => [input.type, item.type === "event" && "indexed" in input && input.indexed === true])
+            : [],
+        outputs: "outputs" in item ? item.outputs.map((output) => output.type) : [],
+        stateMutability: "stateMutability" in item ? item.stateMutability : null,
+      });
+    const compiledShapes = new Set(distributorAbi().map(shape));
+    expect(DISTRIBUTOR_ABI.map(shape).filter((item) => !compiledShapes.has(item))).toEqual([]);
     expect(compiled("PointsDistributor").abi.find((item) => item.type === "constructor")).toMatchObject({
       inputs: [{ type: "address" }, { type: "address" }, { type: "uint256" }],
     });

@@ -8,6 +8,7 @@ import { readableDetails, usageOf } from "./report.js";
 import { OPS_USAGE, opsCommands } from "./ops-commands.js";
 import { SNAPSHOT_USAGE, snapshotCommand } from "./snapshot-commands.js";
 import { LOG_USAGE, logCommand } from "./log-commands.js";
+import { PAYOUT_USAGE, payoutCommand } from "./payout-commands.js";
 import { startupProblem } from "./startup-errors.js";
 
 const USAGE = `points-ledger <command>
@@ -23,6 +24,7 @@ const USAGE = `points-ledger <command>
   demo                                    the whole flow on a temporary database
 ${OPS_USAGE}
 ${SNAPSHOT_USAGE}
+${PAYOUT_USAGE}
 ${LOG_USAGE}
 
 Configuration comes from the environment (see README: DATABASE_URL, PORT, ADMIN_TOKEN, …).
@@ -57,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
   // The snapshot, migrate and backup commands parse their own options too.
   if (argv[0] === "snapshot") return snapshotCommand(argv.slice(1), config);
   if (argv[0] === "log") return logCommand(argv.slice(1));
+  if (argv[0] === "payout") return payoutCommand(argv.slice(1), config);
   const opsCommand = argv[0] === undefined ? undefined : opsCommands[argv[0]];
   if (opsCommand) return opsCommand(argv.slice(1), config);
   const { positionals, values } = parseTopLevel(argv);

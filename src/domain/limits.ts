@@ -341,3 +341,14 @@ export const MAX_WINDOW_BUDGET_KEYS = 100_000;
  */
 export const LOG_INTERVAL_MS = 200;
 export const LOG_MAX_STEP = 4096;
+
+/**
+ * `points-ledger payout publish` (src/cli/payout-commands.ts): how long one JSON-RPC call may
+ * take and how often a failed one is retried (viem's http transport), how long it waits for the
+ * submitRoot transaction's receipt once sent (a few blocks on a busy chain), and the most bytes
+ * of the owner's key file it reads (a 0x-prefixed key and a newline: anything far larger is not one).
+ */
+export const PAYOUT_RPC_TIMEOUT_MS = 10_000;
+export const PAYOUT_RPC_RETRIES = 2;
+export const PAYOUT_RECEIPT_TIMEOUT_MS = 180_000;
+export const PAYOUT_KEY_FILE_MAX_BYTES = 256;

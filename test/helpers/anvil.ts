@@ -7,6 +7,7 @@ import {
   createTestClient,
   createWalletClient,
   defineChain,
+  getAddress,
   http,
   type Abi,
   type Account,
@@ -136,5 +137,5 @@ export async function deploy(anvil: Anvil, account: Account, name: string, args:
   const hash = await anvil.wallet(account).deployContract({ abi: abi as Abi, bytecode, args });
   const receipt = await anvil.publicClient.waitForTransactionReceipt({ hash });
   if (receipt.status !== "success" || !receipt.contractAddress) throw new Error(`deploying ${name} failed: ${receipt.status}`);
-  return receipt.contractAddress;
+  return getAddress(receipt.contractAddress);
 }
