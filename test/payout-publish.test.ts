@@ -2,7 +2,8 @@
  * `points-ledger payout publish` (src/cli/payout-commands.ts) against a real EVM node (anvil) and
  * a real snapshot taken by the built CLI: it refuses a snapshot that the distributor's token
  * balance plus what it already paid does not cover (exit 1, one line with both figures), sends
- * submitRoot with the owner's key file, or prints {to, data} for a multisig with --calldata.
+ * submitRoot with the owner's key file, or prints {to, data} for a multisig with --calldata; a
+ * snapshot at other decimals than the token's is refused too.
  */
 import { writeFileSync } from "node:fs";
 import { rmSync } from "node:fs";
@@ -172,6 +173,15 @@ describe.skipIf(ANVIL_PATH === null)(`points-ledger payout publish${ANVIL_PATH =
       expect(down.code).toBe(1);
       expect(down.stderr.trim().split("\n")).toHaveLength(1);
       expect(down.stderr).toContain("over CHAIN_RPC_URL");
+
+      // A snapshot at other decimals than the token's (TestToken: 18) would pay 10^6 times too little.
+      expect((await cli(["snapshot", "take", "s1-12", "--point-type", "PHASE2_POINTS", "--decimals", "12"])).code).toBe(0);
+      const distributor = await deploy(anvil, owner, "PointsDistributor", [token, owner.address, 0n]);
+      await mint(distributor, 100n * UNIT);
+      const wrongDecimals = await cli(["payout", "publish", "s1-12", "--distributor", distributor, ...keyFile]);
+      expect(wrongDecimals.code).toBe(1);
+      expect(wrongDecimals.stderr).toContain(`snapshot s1-12 has decimals 12 but token ${token} has 18`);
+      expect(await read<Hex>(distributor, "PointsDistributor", "root")).toBe(`0x${"0".repeat(64)}`);
 
       const unknown = await cli(["payout", "publish", "nope", "--distributor", randomAddress(), ...keyFile]);
       expect(unknown.code).toBe(1);

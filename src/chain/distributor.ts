@@ -1,4 +1,15 @@
-import { createPublicClient, encodeFunctionData, http, parseAbi, type Address, type Hex, type PublicClient } from "viem";
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  ContractFunctionZeroDataError,
+  createPublicClient,
+  encodeFunctionData,
+  http,
+  parseAbi,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { PAYOUT_RPC_RETRIES, PAYOUT_RPC_TIMEOUT_MS } from "../domain/limits.js";
 
 /**
@@ -18,7 +29,10 @@ export const DISTRIBUTOR_ABI = parseAbi([
   "error ZeroRoot()",
 ]);
 
-export const ERC20_BALANCE_ABI = parseAbi(["function balanceOf(address account) view returns (uint256)"]);
+export const ERC20_ABI = parseAbi([
+  "function balanceOf(address account) view returns (uint256)",
+  "function decimals() view returns (uint8)",
+]);
 
 /** An RPC client with bounded calls: a hung endpoint fails the command instead of holding it. */
 export function rpcClient(rpcUrl: string): PublicClient {
@@ -35,6 +49,8 @@ export interface Coverage {
   balance: bigint;
   /** What it has paid in all (totalClaimed()). */
   claimed: bigint;
+  /** The token's decimals(), or null when it has none (the function is optional in ERC-20). */
+  decimals: number | null;
 }
 
 /**
@@ -50,10 +66,21 @@ export async function distributorCoverage(client: PublicClient, distributor: Add
   ]);
   const balance = await client.readContract({
     address: token,
-    abi: ERC20_BALANCE_ABI,
+    abi: ERC20_ABI,
     functionName: "balanceOf",
     args: [distributor],
     blockNumber,
   });
-  return { token, balance, claimed };
+  const decimals = await client
+    .readContract({ address: token, abi: ERC20_ABI, functionName: "decimals", blockNumber })
+    .catch((error: unknown) => {
+      // Only a token without the function (a revert, or no answer data) reads as none; an RPC failure stays one.
+      if (
+        error instanceof BaseError &&
+        error.walk((cause) => cause instanceof ContractFunctionRevertedError || cause instanceof ContractFunctionZeroDataError)
+      )
+        return null;
+      throw error;
+    });
+  return { token, balance, claimed, decimals };
 }

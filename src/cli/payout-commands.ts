@@ -125,6 +125,12 @@ async function checkCoverage(client: PublicClient, distributor: Address, snapsho
   const coverage = await distributorCoverage(client, distributor).catch((error: unknown) => {
     throw chainFailure(`reading the PointsDistributor at ${distributor}`, error);
   });
+  // A snapshot at other decimals than the token's would pay every account 10^k times too much or too little.
+  if (coverage.decimals !== null && coverage.decimals !== snapshot.decimals) {
+    throw new PayoutRefusal(
+      `snapshot ${snapshot.id} has decimals ${snapshot.decimals} but token ${coverage.token} has ${coverage.decimals}: take the snapshot again with --decimals ${coverage.decimals}`,
+    );
+  }
   const total = amountOf(snapshot.totalUnits, snapshot.decimals);
   const covered = coverage.balance + coverage.claimed;
   if (covered < total) {
