@@ -152,6 +152,7 @@ const PAGES = [
   "docs/events.md",
   "docs/api-keys.md",
   "docs/payouts.md",
+  "docs/onchain.md",
   "docs/leaderboards.md",
   "docs/transparency.md",
   "docs/limits.md",

@@ -9,6 +9,7 @@ import { OPS_USAGE, opsCommands } from "./ops-commands.js";
 import { SNAPSHOT_USAGE, snapshotCommand } from "./snapshot-commands.js";
 import { LOG_USAGE, logCommand } from "./log-commands.js";
 import { LOG_EPOCH_USAGE, logEpochCommand } from "./log-epoch-commands.js";
+import { PAYOUT_USAGE, payoutCommand } from "./payout-commands.js";
 import { startupProblem } from "./startup-errors.js";
 
 const USAGE = `points-ledger <command>
@@ -25,6 +26,7 @@ const USAGE = `points-ledger <command>
   demo                                    the whole flow on a temporary database
 ${OPS_USAGE}
 ${SNAPSHOT_USAGE}
+${PAYOUT_USAGE}
 ${LOG_USAGE}
 ${LOG_EPOCH_USAGE}
 
@@ -61,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === "snapshot") return snapshotCommand(argv.slice(1), config);
   if (argv[0] === "log" && (argv[1] === "new-epoch" || argv[1] === "rotate-key")) return logEpochCommand(argv.slice(1), config);
   if (argv[0] === "log") return logCommand(argv.slice(1));
+  if (argv[0] === "payout") return payoutCommand(argv.slice(1), config);
   const opsCommand = argv[0] === undefined ? undefined : opsCommands[argv[0]];
   if (opsCommand) return opsCommand(argv.slice(1), config);
   const { positionals, values } = parseTopLevel(argv);

@@ -347,3 +347,14 @@ export const LOG_MAX_STEP = 4096;
  * alert PointsLedgerTransparencyLogStalled watches the same age, points_log_lag_seconds).
  */
 export const LOG_VERIFY_LAG_BOUND_SECONDS = 60;
+
+/**
+ * `points-ledger payout publish` (src/cli/payout-commands.ts): how long one JSON-RPC call may
+ * take and how often a failed one is retried (viem's http transport), how long it waits for the
+ * submitRoot transaction's receipt once sent (a few blocks on a busy chain), and the most bytes
+ * of the owner's key file it reads (a 0x-prefixed key and a newline: anything far larger is not one).
+ */
+export const PAYOUT_RPC_TIMEOUT_MS = 10_000;
+export const PAYOUT_RPC_RETRIES = 2;
+export const PAYOUT_RECEIPT_TIMEOUT_MS = 180_000;
+export const PAYOUT_KEY_FILE_MAX_BYTES = 256;
