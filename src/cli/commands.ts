@@ -71,6 +71,7 @@ const worker: Command = async (_args, _options, config) => {
     const { default: pino } = await import("pino");
     const log = pino(redactingLoggerOptions({ level: settings.logLevel }, [settings.adminToken]));
     const jobs = createWorker(store, settings, systemClock, null, log);
+    await jobs.openPublishers();
     jobs.start();
     log.info("worker running: finalize, deliver, purge");
     await shutdownSignal();

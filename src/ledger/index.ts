@@ -11,6 +11,7 @@ import { buildWindowBoards, cutProjection, NOTHING_APPLIED, passProjection } fro
 import { setOperator } from "./operator.js";
 import { submitBatch } from "./submit.js";
 import { webhookOperations } from "./webhooks.js";
+import { publisherOperations } from "./publishers.js";
 import { appendToLog, logCheckpoint, logConsistencyProof, logInclusionProof } from "./transparency-log.js";
 
 /**
@@ -47,6 +48,7 @@ export function ledgerOperations<Db, ReadDb>(
     readBoard: async (query) => readBoard(boards, query),
     readStanding: async (contract, pointType, window, address, nowMs) => readStanding(boards, contract, pointType, window, address, nowMs),
     ...webhookOperations(database),
+    ...publisherOperations(database),
     appendToLog: async (limit, nowMs, signing) => appendToLog(database, limit, nowMs, signing),
     logCheckpoint: async () => logCheckpoint(database),
     logInclusionProof: async (eventId, stream, treeSize) => logInclusionProof(database, eventId, stream, treeSize),

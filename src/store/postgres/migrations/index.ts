@@ -533,4 +533,24 @@ export const MIGRATIONS: Migration[] = [
         CHECK (inner_nodes IS NULL OR (octet_length(inner_nodes) <= 960 AND octet_length(inner_nodes) % 32 = 0));
     `,
   },
+  {
+    // Publishers (API.md, Events to a message broker; store/postgres/publishers.ts): one row per
+    // broker kind, its position the last event the broker acknowledged, and the lease that lets one
+    // instance publish at a time. Version 18 is the transparency log's (taken by another branch).
+    version: 19,
+    name: "publishers",
+    sql: `
+      CREATE TABLE publishers (
+        kind TEXT PRIMARY KEY CHECK (kind IN ('nats', 'amqp')),
+        position_tx xid8 NOT NULL,
+        position_seq BIGINT NOT NULL,
+        last_event_id TEXT,
+        state TEXT NOT NULL CHECK (state IN ('ok', 'retrying', 'stopped')),
+        last_error TEXT,
+        published_at_ms BIGINT,
+        lease_token TEXT,
+        lease_until_ms BIGINT
+      );
+    `,
+  },
 ];

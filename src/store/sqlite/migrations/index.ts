@@ -668,4 +668,23 @@ export const MIGRATIONS: Migration[] = [
         CHECK (inner_nodes IS NULL OR (length(inner_nodes) <= 960 AND length(inner_nodes) % 32 = 0));
     `,
   },
+  {
+    // Publishers (API.md, Events to a message broker; store/sqlite/publishers.ts): one row per
+    // broker kind, its position the last event the broker acknowledged, and the lease that lets one
+    // process publish at a time. Version 21 is the transparency log's (taken by another branch).
+    version: 22,
+    name: "publishers",
+    sql: `
+      CREATE TABLE publishers (
+        kind TEXT PRIMARY KEY CHECK (kind IN ('nats', 'amqp')),
+        position_seq INTEGER NOT NULL,
+        last_event_id TEXT,
+        state TEXT NOT NULL CHECK (state IN ('ok', 'retrying', 'stopped')),
+        last_error TEXT,
+        published_at_ms INTEGER,
+        lease_token TEXT,
+        lease_until_ms INTEGER
+      );
+    `,
+  },
 ];
