@@ -358,7 +358,6 @@ export function loadConfig(env: Env = process.env): Config {
     eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
     ...readEventStreamCaps(env),
     ...readPublicUrlAndLog(env),
-    publishers: readPublishers(env),
   };
 }
 
@@ -413,9 +412,10 @@ function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" |
   return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readSeconds(env, "LOG_CHECKPOINT_SECONDS", 1, 0.1, 3600) };
 }
 
-/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream. */
-function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken"> {
+/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream; and the publishers. */
+function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken" | "publishers"> {
   return {
+    ...readPublishers(env),
     maxEventStreamsPerContract: readInt(env, "MAX_EVENT_STREAMS_PER_CONTRACT", DEFAULT_EVENT_STREAMS_PER_CONTRACT, 1, MAX_EVENT_STREAMS),
     maxEventStreamsPerToken: readInt(env, "MAX_EVENT_STREAMS_PER_TOKEN", DEFAULT_EVENT_STREAMS_PER_TOKEN, 1, MAX_EVENT_STREAMS),
   };
@@ -450,7 +450,11 @@ function readName(env: Env, name: string, fallback: string, pattern: RegExp, sha
 }
 
 /** API.md, Events to a message broker. */
-function readPublishers(env: Env): PublishersConfig {
+function readPublishers(env: Env): Pick<Config, "publishers"> {
+  return { publishers: readPublisherSettings(env) };
+}
+
+function readPublisherSettings(env: Env): PublishersConfig {
   const natsUrl = readBrokerUrl(env, "EVENTS_NATS_URL", ["nats:", "tls:"]);
   const amqpUrl = readBrokerUrl(env, "EVENTS_AMQP_URL", ["amqp:", "amqps:"]);
   return {
@@ -459,7 +463,13 @@ function readPublishers(env: Env): PublishersConfig {
         ? null
         : {
             url: natsUrl,
-            stream: readName(env, "EVENTS_NATS_STREAM", "POINTS_LEDGER", NATS_STREAM_PATTERN, "letters, digits, - and _ (a JetStream stream name)"),
+            stream: readName(
+              env,
+              "EVENTS_NATS_STREAM",
+              "POINTS_LEDGER",
+              NATS_STREAM_PATTERN,
+              "letters, digits, - and _ (a JetStream stream name)",
+            ),
             subjectPrefix: readName(
               env,
               "EVENTS_NATS_SUBJECT_PREFIX",

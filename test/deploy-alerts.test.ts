@@ -146,7 +146,7 @@ function selectorProblem(selector: Selector, metricsFrom: string | undefined): s
 }
 
 describe("the metrics the rules and the dashboard query", () => {
-  it("finds 15 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
+  it("finds 16 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
     expect(rules.map((rule) => rule.alert).sort()).toEqual(
       [
         "PointsLedgerBatchesFailingToFinalize",
@@ -158,6 +158,7 @@ describe("the metrics the rules and the dashboard query", () => {
         "PointsLedgerFinalizerLagHigh",
         "PointsLedgerNotReady",
         "PointsLedgerProjectionLagHigh",
+        "PointsLedgerPublisherLagHigh",
         "PointsLedgerRateLimited",
         "PointsLedgerServerErrors",
         "PointsLedgerShedding",
@@ -235,7 +236,7 @@ describe("docs/operations.md", () => {
 // promtool.
 
 describe.skipIf(!promtool)("promtool", () => {
-  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 15 rules", () => {
+  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 16 rules", () => {
     const result = spawnSync(promtool!, ["check", "rules", RULES_PATH], { encoding: "utf8" });
     expect(result.status, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain(`SUCCESS: ${rules.length} rules found`);
@@ -362,6 +363,13 @@ const SCENARIOS: Record<string, Scenario> = {
     evalTime: "20m",
     failing: [[`points_webhook_oldest_pending_delivery_seconds{${SVC}}`, "7200x30"]],
     healthy: [[`points_webhook_oldest_pending_delivery_seconds{${SVC}}`, "60x30"]],
+  },
+  PointsLedgerPublisherLagHigh: {
+    evalTime: "15m",
+    // A broker down for good: the oldest unpublished event ages a minute a minute.
+    failing: [[`points_ledger_publisher_lag_seconds{${SVC}, kind="nats"}`, "0+60x20"]],
+    // A broker away for two minutes, then caught up.
+    healthy: [[`points_ledger_publisher_lag_seconds{${SVC}, kind="amqp"}`, "0 60 120 0x17"]],
   },
   PointsLedgerDiskSpaceLow: {
     evalTime: "10m",

@@ -79,7 +79,9 @@ describe.each(databases)("publishers' store on %s", (_name, open) => {
     expect(await store.claimPublish(b, 3, LEASE_MS)).toBeNull();
     expect(await store.claimPublish(b, 3, null)).toBeNull();
     // A's own reads inside its lease see the same events; the position moves for A only.
-    expect((await store.claimPublish(a, 3, null))?.events.map(({ event }) => event.id)).toEqual(claimA!.events.map(({ event }) => event.id));
+    expect((await store.claimPublish(a, 3, null))?.events.map(({ event }) => event.id)).toEqual(
+      claimA!.events.map(({ event }) => event.id),
+    );
     const last = claimA!.events.at(-1)!;
     expect(await store.advancePublisher(a, last.position, last.event.id, 0)).toBe(true);
     // A lease of 0 ms has run out: B takes it, and A can no longer move the position or record a state.

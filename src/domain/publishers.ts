@@ -145,5 +145,8 @@ export function targetOf(url: string): string {
 /** A broker's error text as stored and shown: one line, bounded, never a credential-bearing URL. */
 export function errorText(error: unknown, maxChars: number): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.replace(/[a-z]+:\/\/[^@\s]*@/gi, "//***@").replace(/\s+/g, " ").slice(0, maxChars);
+  return text
+    .replace(/[a-z]+:\/\/[^@\s]*@/gi, "//***@")
+    .replace(/\s+/g, " ")
+    .slice(0, maxChars);
 }

@@ -42,7 +42,6 @@ export function publisherOperations<Db>(database: LedgerDatabase<Db>): Publisher
     advancePublisher: (lease, position, lastEventId, leaseMs) =>
       pass((port, db) => io(port.advancePublisher(db, lease, position, lastEventId, leaseMs))),
     recordPublisherState: (lease, state, error) => pass((port, db) => io(port.recordPublisherState(db, lease, state, error))),
-    publisherStatuses: (kinds) =>
-      Promise.resolve(readWith(database, (ports, db) => io(ports.publishers.publisherStatuses(db, kinds)))),
+    publisherStatuses: (kinds) => Promise.resolve(readWith(database, (ports, db) => io(ports.publishers.publisherStatuses(db, kinds)))),
   };
 }

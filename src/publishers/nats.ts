@@ -113,4 +113,3 @@ export class NatsPublisher implements BrokerPublisher {
     if (connection !== null && !connection.isClosed()) await connection.close().catch(() => undefined);
   }
 }
-

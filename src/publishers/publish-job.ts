@@ -7,7 +7,14 @@ import {
   PUBLISHER_ERROR_MAX_CHARS,
   PUBLISHER_LEASE_MS,
 } from "../domain/limits.js";
-import { errorText, lagSecondsOf, publishBackoffMs, type PublisherLease, type PublisherState, type PublishFrom } from "../domain/publishers.js";
+import {
+  errorText,
+  lagSecondsOf,
+  publishBackoffMs,
+  type PublisherLease,
+  type PublisherState,
+  type PublishFrom,
+} from "../domain/publishers.js";
 import { JobLoop } from "../job-loop.js";
 import type { Metrics } from "../metrics.js";
 import type { PublishersStore } from "../store/store.js";
@@ -135,7 +142,10 @@ export class PublishJob {
     const last = claim.events.at(-1)!;
     const advancedAtMs = performance.now();
     if (!(await this.store.advancePublisher(this.lease, last.position, last.event.id, this.leaseMs))) {
-      this.log.warn({ kind: this.lease.kind }, "publisher lease lost before its position moved; the next holder publishes these events again");
+      this.log.warn(
+        { kind: this.lease.kind },
+        "publisher lease lost before its position moved; the next holder publishes these events again",
+      );
       this.leaseHeldUntilMs = 0;
       return 0;
     }

@@ -31,7 +31,10 @@ export async function prepareWorkload(base: string, adminToken: string): Promise
   const contract = randomAddress();
   await callOk(base, "PUT", `/v1/admin/contracts/${contract}/operator`, adminToken, { operatorAddress: operator.address });
   await callOk(base, "PUT", `/v1/admin/contracts/${contract}/credits/grant`, adminToken, { pointType: "PHASE2_POINTS", points: "1000000" });
-  const challenge = await callOk(base, "POST", "/v1/dapp-auth/challenge", null, { contractAddress: contract, operatorAddress: operator.address });
+  const challenge = await callOk(base, "POST", "/v1/dapp-auth/challenge", null, {
+    contractAddress: contract,
+    operatorAddress: operator.address,
+  });
   const signature = await operator.signMessage({ message: String(challenge.message) });
   const solved = await callOk(base, "POST", "/v1/dapp-auth/solve", null, { challengeData: challenge.challengeData, signature });
   return { adminToken, contract, token: String(solved.bearerToken), unexpected: [], sent: 0 };
@@ -123,7 +126,11 @@ function withoutLogIndex(event: Record<string, unknown>): Record<string, unknown
  * pull API's events in its order, the same JSON (logIndex null or the one it has now), each under
  * its subject or routing key. Returns how many repeats came.
  */
-export function expectLog(received: readonly Received[], events: readonly Record<string, unknown>[], keyOf: (event: Record<string, unknown>) => string): number {
+export function expectLog(
+  received: readonly Received[],
+  events: readonly Record<string, unknown>[],
+  keyOf: (event: Record<string, unknown>) => string,
+): number {
   const { ids, duplicates, changedRepeats } = firstArrivals(received);
   expect(changedRepeats, "a republished id carried another event").toEqual([]);
   expect(ids.length, "events received once duplicates are removed").toBe(events.length);

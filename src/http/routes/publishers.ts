@@ -11,9 +11,12 @@ const Publisher = Type.Object({
   target: Type.String({ description: "the broker's address, without credentials" }),
   lastEventId: Type.Union([Type.String(), Type.Null()], { description: "the last event the broker acknowledged (null: none yet)" }),
   lagSeconds: Type.Number({ description: "age of the oldest event not yet published; 0 when caught up" }),
-  state: Type.Union(PUBLISHER_STATES.map((state) => Type.Literal(state)), {
-    description: "ok; retrying: the broker fails, published again on its return; stopped: the broker refuses the configuration",
-  }),
+  state: Type.Union(
+    PUBLISHER_STATES.map((state) => Type.Literal(state)),
+    {
+      description: "ok; retrying: the broker fails, published again on its return; stopped: the broker refuses the configuration",
+    },
+  ),
 });
 
 const PublishersResponse = Type.Object(

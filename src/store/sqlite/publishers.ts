@@ -75,10 +75,7 @@ function recordPublisherState(db: SqliteDb, lease: PublisherLease, state: Publis
 }
 
 function publisherStatuses(db: SqliteDb, kinds: readonly PublisherKind[]): PublisherStatus[] {
-  const read = statement(
-    db,
-    `SELECT kind, position_seq, last_event_id, state, last_error, published_at_ms FROM publishers WHERE kind = ?`,
-  );
+  const read = statement(db, `SELECT kind, position_seq, last_event_id, state, last_error, published_at_ms FROM publishers WHERE kind = ?`);
   const oldest = statement(db, "SELECT occurred_at_ms FROM events WHERE seq > ? ORDER BY seq LIMIT 1").pluck(true);
   return kinds.map((kind) => {
     const row = read.get(kind) as PublisherRow | undefined;
