@@ -21,7 +21,30 @@ const Publisher = Type.Object({
 
 const PublishersResponse = Type.Object(
   { success: Type.Literal(true), publishers: Type.Array(Publisher) },
-  { description: "Each publisher configured (EVENTS_NATS_URL, EVENTS_AMQP_URL), as the database records it." },
+  {
+    description: "Each publisher configured (EVENTS_NATS_URL, EVENTS_AMQP_URL), as the database records it; empty when none is.",
+    examples: [
+      {
+        success: true,
+        publishers: [
+          {
+            kind: "nats",
+            target: "nats://127.0.0.1:4222",
+            lastEventId: "evt_849484e47b7c4a25b644e8a0006a0095",
+            lagSeconds: 0,
+            state: "ok",
+          },
+          {
+            kind: "amqp",
+            target: "amqp://127.0.0.1:5672",
+            lastEventId: "evt_9a206c1687374b2e8d31e0f73ca57fe2",
+            lagSeconds: 4.2,
+            state: "retrying",
+          },
+        ],
+      },
+    ],
+  },
 );
 
 /** GET /v1/admin/publishers (API.md, Events to a message broker); registered in the admin scope. */
