@@ -35,7 +35,6 @@ import { authRoutes } from "./routes/auth.js";
 import { batchRoutes } from "./routes/batches.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { adminEventRoutes, eventRoutes } from "./routes/events.js";
-import { adminPublisherRoutes } from "./routes/publishers.js";
 import { adminEventProofRoutes, eventProofRoutes, logRoutes } from "./routes/log.js";
 import { balanceRoutes } from "./routes/contract.js";
 import { operationRoutes } from "./routes/operations.js";
@@ -191,7 +190,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       adminRoutes(adminScope, ctx);
       adminApiKeyRoutes(adminScope, ctx);
       adminEventRoutes(adminScope, ctx);
-      adminPublisherRoutes(adminScope, ctx);
       adminEventProofRoutes(adminScope, ctx);
       balancesExportRoute(adminScope, ctx);
       snapshotAdminRoutes(adminScope, ctx);
