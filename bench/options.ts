@@ -15,6 +15,8 @@ export interface BenchOptions {
   finalizerBatchesPerPass: number | null;
   /** Submit with an API key (scopes submit, read) instead of the operator's bearer token. */
   apiKey: boolean;
+  /** --publisher nats: the server publishes its events to NATS JetStream, and the phases time it (bench/publish-lag.ts). */
+  publisher: "nats" | null;
 }
 
 export const USAGE = `npm run bench -- [options]
@@ -25,6 +27,8 @@ export const USAGE = `npm run bench -- [options]
   --db sqlite|postgres  postgres reads BENCH_DATABASE_URL (skipped when unset)
   --processes N         server processes on one PostgreSQL database (default 1)
   --api-key             submit with an API key (scopes submit, read) instead of a bearer token
+  --publisher nats      the server publishes its events to NATS JetStream (BENCH_NATS_URL, default
+                        nats://127.0.0.1:4222); the half-rate and mixed phases report the publication lag
   --soak MINUTES        mixed load for that long at the end, sampling server RSS every 10 s
   --cpu-prof DIR        write V8 CPU profiles of the server and both ceilings into DIR
   --finalizer-batches-per-pass N   FINALIZER_BATCHES_PER_PASS for the server processes
@@ -55,6 +59,12 @@ function minutes(raw: string | undefined): number {
   return value;
 }
 
+function publisherOption(value: string | undefined): "nats" | null {
+  if (value === undefined) return null;
+  if (value !== "nats") throw new Error(`--publisher must be nats, got "${value}"`);
+  return value;
+}
+
 export function parseOptions(argv: string[]): BenchOptions | "help" {
   const { values } = parseArgs({
     args: argv,
@@ -68,6 +78,7 @@ export function parseOptions(argv: string[]): BenchOptions | "help" {
       "cpu-prof": { type: "string" },
       "finalizer-batches-per-pass": { type: "string" },
       "api-key": { type: "boolean", default: false },
+      publisher: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -85,6 +96,7 @@ export function parseOptions(argv: string[]): BenchOptions | "help" {
     soakMinutes: minutes(values.soak),
     cpuProfDir: values["cpu-prof"] ?? null,
     apiKey: values["api-key"] ?? false,
+    publisher: publisherOption(values.publisher),
     finalizerBatchesPerPass:
       values["finalizer-batches-per-pass"] === undefined
         ? null

@@ -3,6 +3,7 @@ import { call, listBatches, type Operator } from "./client.js";
 import type { Cluster } from "./cluster.js";
 import { batchLoad, getLoad, type LoadResult } from "./load.js";
 import { watchLog } from "./log-lag.js";
+import type { PublishWatch } from "./publish-lag.js";
 import { pacedLoad, type PacedRequest } from "./paced.js";
 import { pollUntil, quantile, sleep } from "./stats.js";
 
@@ -21,6 +22,8 @@ export interface PhaseContext {
   runTag: string;
   /** The point type of every batch: the leaderboard whose `through` the bench watches. */
   pointType: string;
+  /** --publisher nats: times each event from its occurredAt to its arrival at the broker. */
+  publishWatch: PublishWatch | null;
   log(message: string): void;
 }
 
@@ -257,6 +260,7 @@ export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBat
   ctx.log(`half rate: ${rate.toFixed(1)} batches/s for ${ctx.durationSec}s after ${warmupSec}s of warm-up`);
   requireNoClientErrors("half-rate warm-up", await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-hw`, ctx.dueLaterBodies, warmupSec));
   const log = watchLog(cluster.urls[0]!, ctx.token, ctx.operator.contract);
+  const publishedFromMs = Date.now();
   const result = await pacedBatches(cluster, ctx, rate, `${ctx.runTag}-h`, ctx.dueLaterBodies);
   requireNoClientErrors("half rate", result);
   return {
@@ -264,6 +268,8 @@ export async function halfRatePhase(cluster: Cluster, ctx: PhaseContext, peakBat
     p50Ms: quantile(result.latenciesMs, 0.5),
     p99Ms: quantile(result.latenciesMs, 0.99),
     logLag: await log.measure(),
+    // One event a batch (accepted; they finalize after the run).
+    publishLag: ctx.publishWatch === null ? null : await ctx.publishWatch.measure(publishedFromMs, result.ok),
   };
 }
 
@@ -303,8 +309,11 @@ export async function mixedPhase(cluster: Cluster, ctx: PhaseContext, sustainabl
   const projectionLagsMs = projected.filter((lag): lag is number => lag !== null);
   const lagsMs = await finalizationLags(cluster.urls[0]!, ctx, `${ctx.runTag}-m`, startMs);
   const logLag = await log.measure();
+  // Two events a batch: accepted and finalized.
+  const publishLag = ctx.publishWatch === null ? null : await ctx.publishWatch.measure(startMs, 2 * result.ok);
   return {
     logLag,
+    publishLag,
     projectionLagP50Ms: quantile(projectionLagsMs, 0.5),
     projectionLagP99Ms: quantile(projectionLagsMs, 0.99),
     projectionLagMaxMs: quantile(projectionLagsMs, 1),

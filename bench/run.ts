@@ -11,6 +11,7 @@ import { createApiKey, newOperator, registerAndCredit, signIn, type Operator } f
 import { startCluster } from "./cluster.js";
 import { runLeaderboardsBench } from "./leaderboards.js";
 import { runTlogProofsBench } from "./tlog-proofs.js";
+import { PublishWatch } from "./publish-lag.js";
 import { parseLeaderboardsOptions, parseOptions, USAGE, type BenchOptions } from "./options.js";
 import { buildTransfers, encodeBodies, type PayloadSpec } from "./payload.js";
 import {
@@ -73,7 +74,7 @@ function skip(reason: string): null {
 }
 
 /** The children also inherit this process's environment, so e.g. SQLITE_SYNCHRONOUS passes through. */
-function serverEnv(run: Run, url: string, finalizer: boolean): Record<string, string> {
+function serverEnv(run: Run, url: string, finalizer: boolean, publish = true): Record<string, string> {
   const perPass = run.options.finalizerBatchesPerPass;
   return {
     DATABASE_URL: url,
@@ -85,6 +86,8 @@ function serverEnv(run: Run, url: string, finalizer: boolean): Record<string, st
     BEARER_TOKEN_TTL_SECONDS: String(7 * 24 * 3600),
     FINALIZER_ENABLED: String(finalizer),
     ...(perPass === null ? {} : { FINALIZER_BATCHES_PER_PASS: String(perPass) }),
+    // --publisher: the service's own processes publish (not the ceilings', which measure without it).
+    ...(publish && run.ctx.publishWatch !== null ? run.ctx.publishWatch.env() : {}),
   };
 }
 
@@ -107,7 +110,7 @@ async function ceilings(run: Run) {
   const { options, ctx, payload } = run;
   log("HTTP ceiling");
   const http = await measureHttpCeiling({
-    env: serverEnv(run, run.ceilingUrl, false),
+    env: serverEnv(run, run.ceilingUrl, false, false),
     bodies: ctx.dueSoonBodies,
     contract: ctx.operator.contract,
     connections: options.connections,
@@ -205,6 +208,7 @@ function prepare(options: BenchOptions, dir: string, url: string): Run {
     // batchIds unique per run: a PostgreSQL database may keep batches of earlier runs.
     runTag: `b${Date.now().toString(36)}`,
     pointType: BENCH_POINT_TYPE,
+    publishWatch: null,
     log,
   };
   const ceilingUrl = options.db === "sqlite" ? `sqlite:${join(dir, "ceiling.db")}` : url;
@@ -215,7 +219,13 @@ async function runBench(options: BenchOptions, dir: string): Promise<number> {
   const db = await database(options, dir);
   if (db === null) return 0;
   try {
-    return await measure(prepare(options, dir, db.url));
+    const run = prepare(options, dir, db.url);
+    if (options.publisher === "nats") run.ctx.publishWatch = await PublishWatch.start(run.ctx.runTag);
+    try {
+      return await measure(run);
+    } finally {
+      await run.ctx.publishWatch?.close();
+    }
   } finally {
     await db.drop();
   }
@@ -255,6 +265,7 @@ function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
     durationSec: options.durationSec,
     short: options.short,
     credential: options.apiKey ? "api key" : "bearer token",
+    publisher: options.publisher,
     transfersPerBatch: run.payload.transfersPerBatch,
     bodyBytes: run.ctx.dueSoonBodies[0]!.length,
     distinctBodies: DISTINCT_BODIES,

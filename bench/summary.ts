@@ -50,6 +50,16 @@ export function summarize(f: RunFigures) {
     transfersPerSecProjected: f.projection.transfersPerSec === null ? null : round(f.projection.transfersPerSec),
     // The transparency log's lag (bench/log-lag.ts): an event's commit to the first checkpoint read that holds it.
     logLagP99Ms: { halfRate: round(f.half.logLag.p99Ms), mixed: round(f.mixed.logLag.p99Ms) },
+    // --publisher nats: commit (the event's occurredAt) to its arrival at NATS JetStream (bench/publish-lag.ts).
+    ...(f.half.publishLag === null
+      ? {}
+      : {
+          publishLagP99Ms: {
+            halfRate: round(f.half.publishLag.p99Ms),
+            mixed: round(f.mixed.publishLag!.p99Ms),
+            events: f.half.publishLag.events + f.mixed.publishLag!.events,
+          },
+        }),
     balanceReadP99Ms: round(f.balances.p99Ms, 2),
     halfRateP99Ms: round(f.half.p99Ms, 1),
     peakRssMb: round(Math.max(f.peakRssMb.accept ?? 0, f.peakRssMb.finalize ?? 0), 1),

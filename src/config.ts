@@ -5,6 +5,7 @@ import { ASSET_PATTERN, DEFAULT_BALANCE_ASSETS, DEFAULT_POINT_TYPES, POINT_TYPE_
 import { oneOfMessage } from "./domain/messages.js";
 import { parsePoints } from "./domain/points.js";
 import { parseSignerKey } from "./domain/signed-note.js";
+import type { PublishersConfig } from "./domain/publishers.js";
 
 /**
  * Every setting, read once from the environment and validated. An invalid setting stops
@@ -96,6 +97,8 @@ export interface Config {
    * 1 s from commit to checkpoint needs less than 1 (docs/performance.md, The transparency log).
    */
   logCheckpointSeconds: number;
+  /** EVENTS_NATS_*, EVENTS_AMQP_*, EVENTS_PUBLISH_FROM: the event log published to brokers (API.md, Events to a message broker). */
+  publishers: PublishersConfig;
 }
 
 export class ConfigError extends Error {
@@ -411,10 +414,80 @@ function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" |
   return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readSeconds(env, "LOG_CHECKPOINT_SECONDS", 1, 0.1, 3600) };
 }
 
-/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream. */
-function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken"> {
+/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream; and the publishers. */
+function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken" | "publishers"> {
   return {
+    ...readPublishers(env),
     maxEventStreamsPerContract: readInt(env, "MAX_EVENT_STREAMS_PER_CONTRACT", DEFAULT_EVENT_STREAMS_PER_CONTRACT, 1, MAX_EVENT_STREAMS),
     maxEventStreamsPerToken: readInt(env, "MAX_EVENT_STREAMS_PER_TOKEN", DEFAULT_EVENT_STREAMS_PER_TOKEN, 1, MAX_EVENT_STREAMS),
+  };
+}
+
+/** A NATS subject prefix: dot-separated tokens without wildcards or spaces; a stream or exchange name. */
+const SUBJECT_PREFIX_PATTERN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+const NATS_STREAM_PATTERN = /^[A-Za-z0-9_-]{1,255}$/;
+const AMQP_EXCHANGE_PATTERN = /^[A-Za-z0-9_.:-]{1,255}$/;
+const MAX_DUPLICATE_WINDOW_SECONDS = 7 * 24 * 3600;
+
+/** A broker URL of one of `protocols`; never echoed (it may hold a password). */
+function readBrokerUrl(env: Env, name: string, protocols: readonly string[]): string | null {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === "") return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = null;
+  }
+  if (url === null || !protocols.includes(url.protocol) || url.hostname === "") {
+    throw new ConfigError(name, `must be a URL like ${protocols[0]}//host:port (percent-encode any @ : / in the password)`);
+  }
+  return raw;
+}
+
+function readName(env: Env, name: string, fallback: string, pattern: RegExp, shape: string): string {
+  const raw = env[name]?.trim() || fallback;
+  if (!pattern.test(raw)) throw new ConfigError(name, `must be ${shape}, got "${raw}"`);
+  return raw;
+}
+
+/** API.md, Events to a message broker. */
+function readPublishers(env: Env): Pick<Config, "publishers"> {
+  return { publishers: readPublisherSettings(env) };
+}
+
+function readPublisherSettings(env: Env): PublishersConfig {
+  const natsUrl = readBrokerUrl(env, "EVENTS_NATS_URL", ["nats:", "tls:"]);
+  const amqpUrl = readBrokerUrl(env, "EVENTS_AMQP_URL", ["amqp:", "amqps:"]);
+  return {
+    nats:
+      natsUrl === null
+        ? null
+        : {
+            url: natsUrl,
+            stream: readName(
+              env,
+              "EVENTS_NATS_STREAM",
+              "POINTS_LEDGER",
+              NATS_STREAM_PATTERN,
+              "letters, digits, - and _ (a JetStream stream name)",
+            ),
+            subjectPrefix: readName(
+              env,
+              "EVENTS_NATS_SUBJECT_PREFIX",
+              "points-ledger.events",
+              SUBJECT_PREFIX_PATTERN,
+              "dot-separated tokens of letters, digits, - and _ (no wildcard)",
+            ),
+            duplicateWindowSeconds: readInt(env, "EVENTS_NATS_DUPLICATE_WINDOW_SECONDS", 3600, 1, MAX_DUPLICATE_WINDOW_SECONDS),
+          },
+    amqp:
+      amqpUrl === null
+        ? null
+        : {
+            url: amqpUrl,
+            exchange: readName(env, "EVENTS_AMQP_EXCHANGE", "points-ledger.events", AMQP_EXCHANGE_PATTERN, "letters, digits, - _ . and :"),
+          },
+    from: readChoice(env, "EVENTS_PUBLISH_FROM", "start", ["start", "now"] as const),
   };
 }

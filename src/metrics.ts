@@ -97,6 +97,26 @@ function jobMetrics(registry: Registry) {
       labelNames: ["kind"] as const,
       registers: [registry],
     }),
+    // Publishers (API.md, Events to a message broker): set by the publish job of every process
+    // from the database (src/publishers/publish-job.ts), and by the purge while it waits for one.
+    publisherLagSeconds: new Gauge({
+      name: "points_ledger_publisher_lag_seconds",
+      help: "age of the oldest event the publisher of this kind has not published yet (0 when caught up)",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
+    publisherEvents: new Counter({
+      name: "points_ledger_publisher_events_total",
+      help: "events this process published to the broker of this kind and saw acknowledged (a republished event counts again)",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
+    eventPurgeWaiting: new Gauge({
+      name: "points_ledger_event_purge_waiting",
+      help: "1 while the event purge keeps events past EVENT_RETENTION_DAYS that the publisher of this kind has not published",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
     webhookOldestPendingSeconds: new Gauge({
       name: "points_webhook_oldest_pending_delivery_seconds",
       help: "age of the oldest PENDING webhook delivery (0 when none)",

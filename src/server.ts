@@ -35,10 +35,13 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
   const worker = createWorker(store, config, clock, metrics, app.log.child({ component: "worker" }));
   let url: string;
   try {
+    // A broker that refuses the configuration stops the start (API.md, Events to a message broker).
+    if (config.finalizerEnabled) await worker.openPublishers();
     url = await app.listen({ port: config.port, host: config.host });
   } catch (error) {
     // The port is taken (or may not be used): close what was opened, so the process exits at
     // once (an open PostgreSQL pool would keep it alive) and the CLI says why in one line.
+    await Promise.all(worker.publishers.map((job) => job.broker.close()));
     await app.close();
     await store.close();
     throw error;

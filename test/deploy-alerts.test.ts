@@ -159,6 +159,7 @@ describe("the metrics the rules and the dashboard query", () => {
         "PointsLedgerFinalizerLagHigh",
         "PointsLedgerNotReady",
         "PointsLedgerProjectionLagHigh",
+        "PointsLedgerPublisherLagHigh",
         "PointsLedgerRateLimited",
         "PointsLedgerServerErrors",
         "PointsLedgerShedding",
@@ -381,6 +382,13 @@ const SCENARIOS: Record<string, Scenario> = {
     evalTime: "20m",
     failing: [[`points_webhook_oldest_pending_delivery_seconds{${SVC}}`, "7200x30"]],
     healthy: [[`points_webhook_oldest_pending_delivery_seconds{${SVC}}`, "60x30"]],
+  },
+  PointsLedgerPublisherLagHigh: {
+    evalTime: "15m",
+    // A broker down for good: the oldest unpublished event ages a minute a minute.
+    failing: [[`points_ledger_publisher_lag_seconds{${SVC}, kind="nats"}`, "0+60x20"]],
+    // A broker away for two minutes, then caught up.
+    healthy: [[`points_ledger_publisher_lag_seconds{${SVC}, kind="amqp"}`, "0 60 120 0x17"]],
   },
   PointsLedgerDiskSpaceLow: {
     evalTime: "10m",

@@ -74,6 +74,7 @@ const worker: Command = async (_args, _options, config) => {
     const log = pino(redactingLoggerOptions({ level: settings.logLevel }, [settings.adminToken]));
     await openTransparencyLog(store, settings, Date.now());
     const jobs = createWorker(store, settings, systemClock, null, log);
+    await jobs.openPublishers();
     jobs.start();
     log.info("worker running: finalize, deliver, purge");
     await shutdownSignal();

@@ -358,3 +358,23 @@ export const PAYOUT_RPC_TIMEOUT_MS = 10_000;
 export const PAYOUT_RPC_RETRIES = 2;
 export const PAYOUT_RECEIPT_TIMEOUT_MS = 180_000;
 export const PAYOUT_KEY_FILE_MAX_BYTES = 256;
+
+/**
+ * Publishers (src/publishers/): the most events one step reads and publishes (one claim, one
+ * batch of acknowledgements), how often an idle publisher looks for events of other instances
+ * (its own process's commits wake it at once), the back-off while the broker fails (doubled
+ * from the base, ±20 %), and the lease. A step's sending stops PUBLISH_STEP_TIMEOUT_MS after its
+ * claim, well inside the lease (PUBLISHER_LEASE_MS, counted by the database's clock from the
+ * claim): another instance takes a lease only once it ran out, so two publishers never send at
+ * once; a holder that died (SIGKILL) is replaced within one lease.
+ */
+export const PUBLISH_MAX_STEP = 1000;
+export const PUBLISH_POLL_INTERVAL_MS = 200;
+export const PUBLISH_BACKOFF_BASE_MS = 500;
+export const PUBLISH_BACKOFF_MAX_MS = 10_000;
+export const PUBLISH_STEP_TIMEOUT_MS = 5_000;
+export const PUBLISHER_LEASE_MS = 15_000;
+/** How long a broker has to answer a connection (a start-up never waits longer for one). */
+export const BROKER_CONNECT_TIMEOUT_MS = 3_000;
+/** A broker's error text kept in the publisher's row and shown by GET /v1/admin/publishers. */
+export const PUBLISHER_ERROR_MAX_CHARS = 300;

@@ -492,6 +492,10 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
     summary: "Page through every event of the ledger (admin)",
     description: `Every stream plus the administrator-only events: the audit trail. Same query and cursor rules as a contract's events. ${SEE}, 8. Events.`,
   },
+  "GET /v1/admin/publishers": {
+    summary: "The publishers of the event log to NATS JetStream and RabbitMQ (admin)",
+    description: `Each publisher configured (EVENTS_NATS_URL, EVENTS_AMQP_URL): its broker, the last event the broker acknowledged, its lag and its state (ok, retrying, stopped). ${SEE}, 8. Events.`,
+  },
   [`POST ${CONTRACT_ROUTES}/webhook-endpoints`]: {
     summary: "Create a webhook endpoint",
     description: `Events of the chosen types are POSTed to the URL, signed per Standard Webhooks; the secret is shown only here and on rotation. At most 10 endpoints per contract. ${SEE}, 9. Webhooks.`,

@@ -22,6 +22,7 @@ import {
   openLog,
   rotateLogKey,
 } from "./transparency-log.js";
+import { publisherOperations } from "./publishers.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
@@ -57,6 +58,7 @@ export function ledgerOperations<Db, ReadDb>(
     readBoard: async (query) => readBoard(boards, query),
     readStanding: async (contract, pointType, window, address, nowMs) => readStanding(boards, contract, pointType, window, address, nowMs),
     ...webhookOperations(database),
+    ...publisherOperations(database),
     appendToLog: async (limit, nowMs, signing) => appendToLog(database, limit, nowMs, signing),
     logCheckpoint: async () => logCheckpoint(database),
     logStatus: async () => logStatus(database),

@@ -10,6 +10,7 @@ import type { TransfersStore } from "./ports/transfers.js";
 import type { Violation } from "./ports/verify.js";
 import type { TransparencyLogStore } from "./ports/tlog.js";
 import type { WebhooksStore } from "./ports/webhooks.js";
+import type { PublishersStore } from "./ports/publishers.js";
 
 /**
  * The LedgerStore port, composed of one port per concern (./ports/). Every operation that touches
@@ -31,6 +32,7 @@ export type * from "./ports/webhooks.js";
 export type * from "./ports/leaderboards.js";
 export type * from "./ports/point-types.js";
 export type * from "./ports/tlog.js";
+export type * from "./ports/publishers.js";
 // Snapshots' port also holds a class (SnapshotBuildAbandonedError): a value export.
 export * from "./ports/snapshots.js";
 
@@ -52,7 +54,8 @@ export interface LedgerStore
     SnapshotsStore,
     HistoryStore,
     LeaderboardsStore,
-    TransparencyLogStore {
+    TransparencyLogStore,
+    PublishersStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;
@@ -81,6 +84,7 @@ export type LedgerOperations = Pick<
   | "readBoard"
   | "readStanding"
   | keyof WebhooksStore
+  | keyof PublishersStore
   | "appendToLog"
   | "logCheckpoint"
   | "logStatus"

@@ -11,13 +11,17 @@ import { TransparencyLogJob } from "./tlog.js";
 import { logSigningOf } from "../auth/log-signing-key.js";
 import { WindowBoardsJob } from "./window-boards.js";
 import { PROJECTION_STEP_TARGET_MS, PROJECTION_STEP_TARGET_MS_POSTGRES } from "../domain/limits.js";
+import { configuredKinds } from "../domain/publishers.js";
+import { createPublishJobs, openPublishers } from "../publishers/index.js";
+import type { PublishJob } from "../publishers/publish-job.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
  * (`points-ledger worker`): finalize (finalize.ts), deliver (../outbox/delivery-job.ts), purge (purge.ts),
  * projection (projection.ts: the finalized batches into the leaderboards and balance history,
  * after the finalization), windows (window-boards.ts: the window boards that reads asked for),
- * transparencyLog (tlog.ts: the committed events into the transparency log, and its checkpoints). Each
+ * transparencyLog (tlog.ts: the committed events into the transparency log, and its checkpoints),
+ * publishers (../publishers/: the committed events to NATS JetStream and RabbitMQ). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).
@@ -29,6 +33,14 @@ export interface Worker {
   projection: ProjectionJob;
   windows: WindowBoardsJob;
   transparencyLog: TransparencyLogJob;
+  /** One per broker configured (EVENTS_NATS_URL, EVENTS_AMQP_URL): ../publishers/publish-job.ts. */
+  publishers: PublishJob[];
+  /**
+   * Connects each publisher and creates or checks its stream or exchange: throws
+   * BrokerRefusedError (start-up stops with its line) when a broker refuses the configuration; a
+   * broker that does not answer is logged and retried by its job.
+   */
+  openPublishers(): Promise<void>;
   start(): void;
   /** Stops every job, waiting for the work in progress (the current batch, the sends in flight). */
   stop(): Promise<void>;
@@ -56,7 +68,11 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
   const purge = new PurgeJob(
     store,
     clock,
-    { eventRetentionDays: config.eventRetentionDays, deliveryRetentionDays: config.webhookDeliveryRetentionDays },
+    {
+      eventRetentionDays: config.eventRetentionDays,
+      deliveryRetentionDays: config.webhookDeliveryRetentionDays,
+      publisherKinds: configuredKinds(config.publishers),
+    },
     metrics,
     log.child({ job: "purge" }),
   );
@@ -73,7 +89,8 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
   );
   const windows = new WindowBoardsJob(store, {}, log.child({ job: "windows" }));
   const transparencyLog = new TransparencyLogJob(store, logSigningOf(store, config), clock, {}, log.child({ job: "transparency-log" }));
-  const jobs = [finalize, deliver, purge, projection, windows, transparencyLog];
+  const publishers = createPublishJobs(store, config.publishers, metrics, log);
+  const jobs = [finalize, deliver, purge, projection, windows, transparencyLog, ...publishers];
   return {
     finalize,
     deliver,
@@ -81,6 +98,8 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     projection,
     windows,
     transparencyLog,
+    publishers,
+    openPublishers: () => openPublishers(publishers, log),
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {
       await Promise.all(jobs.map((job) => job.stop()));

@@ -13,7 +13,8 @@ import {
   SNAPSHOT_PURGE_MAX_STEPS,
   SNAPSHOT_PURGE_STEP,
 } from "../domain/limits.js";
-import type { EventsStore, LedgerStore, SnapshotsStore, WebhooksStore } from "../store/store.js";
+import type { EventsStore, LedgerStore, PublishersStore, SnapshotsStore, WebhooksStore } from "../store/store.js";
+import { purgeCutoffOf, PUBLISHER_KINDS, type PublisherKind } from "../domain/publishers.js";
 import { JobLoop } from "../job-loop.js";
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -28,9 +29,25 @@ export async function purgeOldEvents(
   nowMs: number,
   retentionDays: number,
   stepSize = EVENT_PURGE_STEP,
+  beforeMs = nowMs - retentionDays * DAY_MS,
 ): Promise<number> {
-  const beforeMs = nowMs - retentionDays * DAY_MS;
   return inSteps((limit) => store.purgeEvents(beforeMs, limit), stepSize, EVENT_PURGE_MAX_STEPS);
+}
+
+/**
+ * Where the event purge stops while publishers are configured (API.md, Events to a message
+ * broker): before the retention's cutoff, and before the oldest event any of them has not
+ * published (domain/publishers.ts purgeCutoffOf); says which publishers hold it back.
+ */
+export async function eventPurgeCutoff(
+  store: PublishersStore,
+  nowMs: number,
+  retentionDays: number,
+  kinds: readonly PublisherKind[],
+): Promise<{ cutoffMs: number; waitingFor: PublisherKind[] }> {
+  const retentionCutoffMs = nowMs - retentionDays * DAY_MS;
+  if (kinds.length === 0) return { cutoffMs: retentionCutoffMs, waitingFor: [] };
+  return purgeCutoffOf(retentionCutoffMs, await store.publisherStatuses(kinds));
 }
 
 /**
@@ -81,6 +98,8 @@ export interface PurgeOptions {
   /** WEBHOOK_DELIVERY_RETENTION_DAYS; DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS when not given. */
   deliveryRetentionDays?: number;
   intervalMs?: number;
+  /** The publishers configured: the purge never deletes an event one of them has not published. */
+  publisherKinds?: readonly PublisherKind[];
 }
 
 /**
@@ -126,7 +145,7 @@ export class PurgeJob {
   async runOnce(): Promise<PurgeReport> {
     const nowMs = this.clock.now();
     await this.store.purgeExpired(nowMs);
-    const events = await purgeOldEvents(this.store, nowMs, this.options.eventRetentionDays);
+    const events = await this.purgeEvents(nowMs);
     const deliveryRetentionDays = this.options.deliveryRetentionDays ?? DEFAULT_WEBHOOK_DELIVERY_RETENTION_DAYS;
     const deliveries = await purgeOldDeliveries(this.store, nowMs, deliveryRetentionDays);
     const snapshotChunks = await purgeAbandonedSnapshotBuilds(this.store, nowMs);
@@ -135,5 +154,19 @@ export class PurgeJob {
     this.metrics?.purged.inc({ kind: "deliveries" }, deliveries);
     this.metrics?.purged.inc({ kind: "snapshot_chunks" }, snapshotChunks);
     return { events, snapshotChunks };
+  }
+
+  /** The events past their retention, but none a publisher has not published: the wait is logged and in /metrics. */
+  private async purgeEvents(nowMs: number): Promise<number> {
+    const kinds = this.options.publisherKinds ?? [];
+    const { cutoffMs, waitingFor } = await eventPurgeCutoff(this.store, nowMs, this.options.eventRetentionDays, kinds);
+    for (const kind of PUBLISHER_KINDS) this.metrics?.eventPurgeWaiting.set({ kind }, waitingFor.includes(kind) ? 1 : 0);
+    if (waitingFor.length > 0) {
+      this.log.warn(
+        { publishers: waitingFor, keptFrom: new Date(cutoffMs).toISOString() },
+        "the event purge waits: events past EVENT_RETENTION_DAYS are kept until the publishers named have published them",
+      );
+    }
+    return purgeOldEvents(this.store, nowMs, this.options.eventRetentionDays, EVENT_PURGE_STEP, cutoffMs);
   }
 }

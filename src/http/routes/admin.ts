@@ -11,6 +11,7 @@ import type { ApiInstance, AppContext } from "../context.js";
 import { CONTRACT_CURSOR } from "../cursor.js";
 import { ContractParams, ContractsQuery, CreditParams, OperatorBody, Responses, creditBodySchema, responses } from "../schemas.js";
 import { actorOf } from "../auth.js";
+import { adminPublisherRoutes } from "./publishers.js";
 
 const tags = ["admin"];
 const security = [{ bearer: [] }];
@@ -18,6 +19,7 @@ const security = [{ bearer: [] }];
 export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   contractListRoute(app, ctx);
+  adminPublisherRoutes(fastify, ctx);
   app.put(
     "/contracts/:contractAddress/operator",
     { schema: { tags, security, params: ContractParams, body: OperatorBody, response: responses(Responses.operator, 400, 403) } },

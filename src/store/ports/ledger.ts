@@ -8,6 +8,7 @@ import type { Io, Out } from "./io.js";
 import type { ProjectionPort, WindowBoardsPort } from "./leaderboards.js";
 import type { WebhooksPort } from "./webhooks.js";
 import type { TransparencyLogPort } from "./tlog.js";
+import type { PublishersPort } from "./publishers.js";
 
 /** Appends events in the transition's own transaction (the outbox: an event exists iff its change committed). */
 export interface EventsAppendPort<Db, out M extends Io = Io> {
@@ -26,6 +27,7 @@ export interface LedgerPorts<Db, out M extends Io = Io> {
   log: TransparencyLogPort<Db, M>;
   windowBoards: WindowBoardsPort<Db, M>;
   webhooks: WebhooksPort<Db, M>;
+  publishers: PublishersPort<Db, M>;
 }
 
 export interface TransactOptions<R> {

@@ -65,7 +65,7 @@ export interface EventRow {
  * transparency log, the purge, the publishers): those of transactions older than every one still
  * running, as the statement's own snapshot sees them. Written once, here.
  */
-const COMMITTED = "events.tx < pg_snapshot_xmin(pg_current_snapshot())";
+export const COMMITTED = "events.tx < pg_snapshot_xmin(pg_current_snapshot())";
 
 /**
  * The committed events after the position ($1 tx, $2 seq), `filter` and `limit` (SQL text, a

@@ -546,4 +546,24 @@ export const MIGRATIONS: Migration[] = [
       CREATE TABLE log_epochs (epoch INTEGER PRIMARY KEY, origin TEXT NOT NULL, note TEXT NOT NULL, started_at_ms BIGINT NOT NULL);
     `,
   },
+  {
+    // Publishers (API.md, Events to a message broker; store/postgres/publishers.ts): one row per
+    // broker kind, its position the last event the broker acknowledged, and the lease that lets one
+    // instance publish at a time.
+    version: 19,
+    name: "publishers",
+    sql: `
+      CREATE TABLE publishers (
+        kind TEXT PRIMARY KEY CHECK (kind IN ('nats', 'amqp')),
+        position_tx xid8 NOT NULL,
+        position_seq BIGINT NOT NULL,
+        last_event_id TEXT,
+        state TEXT NOT NULL CHECK (state IN ('ok', 'retrying', 'stopped')),
+        last_error TEXT,
+        published_at_ms BIGINT,
+        lease_token TEXT,
+        lease_until_ms BIGINT
+      );
+    `,
+  },
 ];

@@ -683,4 +683,23 @@ export const MIGRATIONS: Migration[] = [
       CREATE TABLE log_epochs (epoch INTEGER PRIMARY KEY, origin TEXT NOT NULL, note TEXT NOT NULL, started_at_ms INTEGER NOT NULL);
     `,
   },
+  {
+    // Publishers (API.md, Events to a message broker; store/sqlite/publishers.ts): one row per
+    // broker kind, its position the last event the broker acknowledged, and the lease that lets one
+    // process publish at a time.
+    version: 22,
+    name: "publishers",
+    sql: `
+      CREATE TABLE publishers (
+        kind TEXT PRIMARY KEY CHECK (kind IN ('nats', 'amqp')),
+        position_seq INTEGER NOT NULL,
+        last_event_id TEXT,
+        state TEXT NOT NULL CHECK (state IN ('ok', 'retrying', 'stopped')),
+        last_error TEXT,
+        published_at_ms INTEGER,
+        lease_token TEXT,
+        lease_until_ms INTEGER
+      );
+    `,
+  },
 ];
