@@ -7,7 +7,8 @@ import * as batches from "./batches.js";
 import * as credits from "./credits.js";
 import { isConnectionError, transaction, type PgClient, type PgPool, type Queryable } from "./db.js";
 import { appendEvents } from "./events.js";
-import { projection, windowBoards } from "./leaderboards.js";
+import { projection } from "./leaderboard-projection.js";
+import { windowBoards } from "./leaderboard-windows.js";
 import * as webhooks from "./webhooks.js";
 import { postgresTransparencyLog as log } from "./tlog.js";
 
