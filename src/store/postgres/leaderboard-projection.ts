@@ -247,4 +247,3 @@ export async function projectionState(pool: Queryable): Promise<ProjectionState>
     oldestQueuedMs: oldest === null ? null : toNumber(oldest),
   };
 }
-
