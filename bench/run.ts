@@ -247,6 +247,7 @@ function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
   const inherited = loadConfig({
     SQLITE_SYNCHRONOUS: process.env.SQLITE_SYNCHRONOUS,
     FINALIZER_BATCHES_PER_PASS: process.env.FINALIZER_BATCHES_PER_PASS,
+    LOG_CHECKPOINT_SECONDS: process.env.LOG_CHECKPOINT_SECONDS,
   });
   return {
     db: options.db,
@@ -261,6 +262,8 @@ function runConfig(options: BenchOptions, run: Run): Record<string, unknown> {
     minimumFinalizeSeconds: MINIMUM_FINALIZE_SECONDS,
     finalizerBatchesPerPass: options.finalizerBatchesPerPass ?? inherited.finalizerBatchesPerPass,
     sqliteSynchronous: inherited.sqliteSynchronous,
+    // The server inherits the bench's environment: its checkpoint interval sets the log lag's bound.
+    logCheckpointSeconds: inherited.logCheckpointSeconds,
   };
 }
 
