@@ -24,6 +24,8 @@ export interface PhaseContext {
   pointType: string;
   /** --publisher nats: times each event from its occurredAt to its arrival at the broker. */
   publishWatch: PublishWatch | null;
+  /** Batches the drain needs at least (accepted past the timed accept phase if need be): drainBatchesNeeded in run.ts. */
+  minDrainBatches: number;
   log(message: string): void;
 }
 
@@ -104,6 +106,7 @@ export async function acceptPhase(cluster: Cluster, ctx: PhaseContext, warmupSec
   const result = await batchLoad({ ...base, bodies: ctx.dueSoonBodies, batchIdPrefix: `${ctx.runTag}-a`, durationSec: ctx.durationSec });
   const cpu = endCpu();
   requireNoClientErrors("accept", result);
+  await topUpBacklog(base, ctx, result.ok);
   // Requests still in flight when the load stopped may be stored too: they join the backlog.
   const acceptedAfter = await settled(cluster, ACCEPTED);
   return {
@@ -117,6 +120,33 @@ export async function acceptPhase(cluster: Cluster, ctx: PhaseContext, warmupSec
     cpu,
     endedAtMs: Date.now(),
   };
+}
+
+/** Rounds of extra load at most for the drain's backlog: bounds the bench if the server accepts almost nothing. */
+const MAX_TOP_UP_ROUNDS = 20;
+
+/**
+ * More due-soon batches, after the timed accept phase (its figure is the timed load only), until
+ * the backlog holds ctx.minDrainBatches: their ids share the accept phase's prefix, so the drain
+ * times them too.
+ */
+async function topUpBacklog(
+  base: Omit<Parameters<typeof batchLoad>[0], "bodies" | "batchIdPrefix" | "durationSec">,
+  ctx: PhaseContext,
+  accepted: number,
+) {
+  let backlog = accepted;
+  for (let round = 1; backlog < ctx.minDrainBatches && round <= MAX_TOP_UP_ROUNDS; round++) {
+    ctx.log(`accept: ${backlog} batches due, the drain needs ${ctx.minDrainBatches}: ${ctx.durationSec}s more`);
+    const more = await batchLoad({
+      ...base,
+      bodies: ctx.dueSoonBodies,
+      batchIdPrefix: `${ctx.runTag}-a${round}-`,
+      durationSec: ctx.durationSec,
+    });
+    requireNoClientErrors("accept (the drain's backlog)", more);
+    backlog += more.ok;
+  }
 }
 
 export type BalanceResult = Awaited<ReturnType<typeof balancePhase>>;

@@ -39,6 +39,7 @@ import {
   warnWithoutChromium,
   collectErrors,
   layoutProblems,
+  accessibilityProblems,
 } from "./helpers/browser.js";
 
 /** What the layout check looks at on these screens (helpers/browser.ts layoutProblems). */
@@ -85,6 +86,7 @@ async function checkScreen(page: Page, name: string): Promise<void> {
     // The screenshot first: when the layout check fails, it shows what went wrong.
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
     expect(await layoutProblems(page, LAYOUT_SELECTORS), `${name} at ${width} px`).toEqual([]);
+    expect(await accessibilityProblems(page), `${name} at ${width} px: axe-core`).toEqual([]);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }

@@ -29,6 +29,7 @@ import { NO_LOAD_SHEDDING } from "./helpers/process.js";
 import {
   HAVE_CHROMIUM,
   SCREENSHOTS,
+  accessibilityProblems,
   installTestWallet,
   launchChromium,
   prepareConsoleRun,
@@ -88,10 +89,12 @@ async function walletPage(context: BrowserContext): Promise<Page> {
   return context.newPage();
 }
 
+/** Each screen at both widths: its screenshots, and axe-core finds nothing serious or critical. */
 async function screenshots(page: Page, name: string): Promise<void> {
   for (const width of WIDTHS) {
     await page.setViewportSize({ width, height: 900 });
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+    expect(await accessibilityProblems(page), `${name} at ${width} px: axe-core`).toEqual([]);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }

@@ -36,6 +36,7 @@ import {
   warnWithoutChromium,
   collectErrors,
   layoutProblems,
+  accessibilityProblems,
 } from "./helpers/browser.js";
 
 /** What the layout check looks at on these screens (helpers/browser.ts layoutProblems). */
@@ -172,6 +173,7 @@ async function checkScreen(page: Page, name: string, ready: () => Promise<unknow
     await page.setViewportSize({ width, height: 900 });
     await ready();
     expect(await layoutProblems(page, LAYOUT_SELECTORS, { amounts: true }), `${name} at ${width} px`).toEqual([]);
+    expect(await accessibilityProblems(page), `${name} at ${width} px: axe-core`).toEqual([]);
     if (TAKE_SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, `layout-${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 900 });

@@ -19,7 +19,15 @@ import { PointsAdminClient, PointsClient, type Checkpoint } from "../src/client/
 import { loadConfig } from "../src/config.js";
 import { startServer, type RunningServer } from "../src/server.js";
 import { NO_LOAD_SHEDDING } from "./helpers/process.js";
-import { HAVE_CHROMIUM, SCREENSHOTS, launchChromium, prepareConsoleRun, recipient, warnWithoutChromium } from "./helpers/browser.js";
+import {
+  HAVE_CHROMIUM,
+  SCREENSHOTS,
+  accessibilityProblems,
+  launchChromium,
+  prepareConsoleRun,
+  recipient,
+  warnWithoutChromium,
+} from "./helpers/browser.js";
 
 warnWithoutChromium("console transparency log browser tests");
 
@@ -105,6 +113,7 @@ async function checkLayout(page: Page, name: string): Promise<void> {
     });
     if (TAKE_SCREENSHOTS) await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
     expect(problems, `${name} at ${width} px`).toEqual([]);
+    expect(await accessibilityProblems(page), `${name} at ${width} px: axe-core`).toEqual([]);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }

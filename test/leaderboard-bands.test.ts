@@ -3,7 +3,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { bandUpperUnits, rankBandOf, rankPage } from "../src/domain/leaderboard.js";
 import type { AddressKey } from "../src/domain/address.js";
-import { rankBandSql } from "../src/store/postgres/leaderboards.js";
+import { rankBandSql } from "../src/store/postgres/leaderboard-tables.js";
 import { toTriple } from "../src/store/sqlite/db.js";
 import { MIGRATIONS } from "../src/store/sqlite/migrations/index.js";
 import { attachProjection } from "../src/store/sqlite/projection-file.js";

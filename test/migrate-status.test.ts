@@ -19,9 +19,13 @@ interface Listed {
   unknown: { version: number; name: string }[];
 }
 
-/** `migrate --status` output: a summary line, then one `applied|pending|unknown <version> <name> …` line each. */
+/**
+ * `migrate --status` output: a summary line, one `applied|pending|unknown <version> <name> …` line
+ * each, and the note on the two databases' numbering last.
+ */
 function parseStatus(stdout: string): Listed {
   const [summary = "", ...lines] = stdout.trimEnd().split("\n");
+  expect(lines.pop()).toMatch(/^\(SQLite and PostgreSQL number their migrations separately/);
   const listed: Listed = { summary, applied: [], pending: [], unknown: [] };
   for (const line of lines) {
     const match = /^(applied|pending|unknown) +(\d+) {2}(\S+)/.exec(line);
@@ -63,6 +67,11 @@ function migrationSuite(databaseUrl: () => string, sql: (statement: string) => P
   it("lists every migration as applied, with its name, once migrate ran", async () => {
     const migrated = await runCli(["migrate"], env());
     expect(migrated.code, migrated.stderr).toBe(0);
+    // A fresh database: it says what it applied, not only that the schema is now up to date.
+    expect(migrated.stdout).toContain(`applied ${known.length} migrations to the`);
+    expect(migrated.stdout).toContain(`(version 0 → ${known.at(-1)!.version})`);
+    const again = await runCli(["migrate"], env());
+    expect(again.stdout).toContain(`was already up to date (version ${known.at(-1)!.version}): nothing applied`);
     const { result, listed } = await status(env());
     expect(result.code).toBe(0);
     expect(listed.applied).toEqual(known);

@@ -10,7 +10,7 @@ import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, type T
 
 /**
  * The projection over PostgreSQL with several instances (src/ledger/projection.ts,
- * src/store/postgres/leaderboards.ts): each FINALIZED batch applied exactly once while two stores
+ * src/store/postgres/leaderboard-projection.ts): each FINALIZED batch applied exactly once while two stores
  * finalize and apply at the same time, and the fence: a finalization in flight while a pass runs
  * never ends up finalized at or before a through that pass answers.
  */

@@ -41,6 +41,14 @@ function dateOf(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+/**
+ * SQLite and PostgreSQL number their migrations separately: SQLite has steps PostgreSQL does not
+ * need (a readiness table, points as integer limbs, the projection moved to its own file), so a
+ * release's SQLite schema version is higher than its PostgreSQL one (docs/operations.md).
+ */
+const NUMBERING_NOTE =
+  "(SQLite and PostgreSQL number their migrations separately, SQLite having steps PostgreSQL does not need: the same release shows a higher version on SQLite)";
+
 function statusLines(status: MigrationStatus, where: string): string[] {
   const summary =
     status.unknown.length > 0
@@ -57,6 +65,7 @@ function statusLines(status: MigrationStatus, where: string): string[] {
     );
   }
   for (const migration of status.pending) lines.push(`pending  ${String(migration.version).padStart(3)}  ${migration.name}`);
+  lines.push(NUMBERING_NOTE);
   return lines;
 }
 
@@ -94,6 +103,7 @@ async function migrate(argv: string[], config: ConfigSource): Promise<number> {
     console.log(statusLines(status, where).join("\n"));
     return status.unknown.length > 0 ? 1 : 0;
   }
+  const before = await readMigrationStatus(settings);
   const store = await openStore(settings);
   try {
     await store.migrate();
@@ -102,8 +112,16 @@ async function migrate(argv: string[], config: ConfigSource): Promise<number> {
   } finally {
     await store.close();
   }
-  console.log(`schema of the ${store.kind} database is up to date`);
+  console.log(migratedLine(store.kind, before));
   return 0;
+}
+
+/** What `migrate` did, from the status read before it: how many it applied, or that there was nothing to do. */
+function migratedLine(kind: string, before: MigrationStatus): string {
+  const count = before.pending.length;
+  if (count === 0) return `schema of the ${kind} database was already up to date (version ${before.databaseVersion}): nothing applied`;
+  const applied = `${count} migration${count === 1 ? "" : "s"}`;
+  return `applied ${applied} to the ${kind} database (version ${before.databaseVersion} → ${before.knownVersion}): its schema is up to date`;
 }
 
 /** Flushes `path` (a file or a folder) to the disk: SQLite's backup does not sync a rename. */

@@ -378,3 +378,17 @@ export const PUBLISHER_LEASE_MS = 15_000;
 export const BROKER_CONNECT_TIMEOUT_MS = 3_000;
 /** A broker's error text kept in the publisher's row and shown by GET /v1/admin/publishers. */
 export const PUBLISHER_ERROR_MAX_CHARS = 300;
+
+/**
+ * The old-generation heap of a batch-intake worker thread (src/http/batch-intake.ts): a base for
+ * the code and the compiled schema, and room for one body's parse tree, which holds at most
+ * ~15 bytes of heap per byte of JSON (`[{},{},…]` and `[[],[],…]`, measured). V8 starts collecting
+ * an isolate's old generation at about half its limit; left at the default (sized for the main
+ * thread, gigabytes) each worker kept ~100 MB of dead parse trees, so three workers and four senders
+ * of rejected 1 MB bodies took the process from 223 to 533 MB; with these, 225 → 333 MB, and
+ * 408 MB at sixteen senders (issue 41, test/large-body-memory.test.ts). A tree outlives the
+ * parse's scavenges whatever the young generation's size, so a small one only saves its space.
+ */
+export const INTAKE_WORKER_HEAP_BASE_MB = 32;
+export const INTAKE_WORKER_HEAP_PER_BODY_MB = 24;
+export const INTAKE_WORKER_YOUNG_GENERATION_MB = 8;

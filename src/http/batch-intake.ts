@@ -1,11 +1,12 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import { Worker, type ResourceLimits } from "node:worker_threads";
 import secureJson from "secure-json-parse";
 import type { Config } from "../config.js";
 import type { AddressKey } from "../domain/address.js";
 import type { NewBatch, Transfer } from "../domain/batch.js";
 import { ApiError, assertInvariant, validationFailed, type FieldError } from "../domain/errors.js";
+import { INTAKE_WORKER_HEAP_BASE_MB, INTAKE_WORKER_HEAP_PER_BODY_MB, INTAKE_WORKER_YOUNG_GENERATION_MB } from "../domain/limits.js";
 import { EMPTY_BODY_MESSAGE, MALFORMED_REQUEST_MESSAGE } from "../domain/messages.js";
 import { toNewBatch, type BatchBody, type BatchRules } from "../domain/validate.js";
 import { batchBodySchema } from "./schemas.js";
@@ -177,7 +178,7 @@ export class IntakePool {
   }
 
   private spawn(): { worker: Worker; pending: Map<number, Pending> } {
-    const worker = new Worker(WORKER_URL, { workerData: { config: this.config } });
+    const worker = new Worker(WORKER_URL, { workerData: { config: this.config }, resourceLimits: intakeWorkerLimits(this.config) });
     const startedMs = Date.now();
     const slot = { worker, pending: new Map<number, Pending>() };
     worker.on("message", ({ id, answer }: { id: number; answer: WireAnswer }) => {
@@ -198,6 +199,15 @@ export class IntakePool {
     worker.unref();
     return slot;
   }
+}
+
+/** A worker holds one body's parse tree at a time: its heap is sized for that, not for the process (limits.ts). */
+function intakeWorkerLimits(config: Config): ResourceLimits {
+  const bodyMb = Math.ceil(config.bodyLimitBytes / 1_048_576);
+  return {
+    maxOldGenerationSizeMb: INTAKE_WORKER_HEAP_BASE_MB + INTAKE_WORKER_HEAP_PER_BODY_MB * bodyMb,
+    maxYoungGenerationSizeMb: INTAKE_WORKER_YOUNG_GENERATION_MB,
+  };
 }
 
 /** A Uint8Array that is its whole ArrayBuffer can be transferred without taking others' bytes with it. */

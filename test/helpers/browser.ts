@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
@@ -139,4 +140,31 @@ export async function layoutProblems(page: Page, selectors: string, options: { a
     },
     { selectors, amounts: options.amounts ?? false },
   );
+}
+
+/** axe-core's own source, injected into the page under test (it runs there, against the live DOM). */
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+/** The rules run: WCAG 2.0 and 2.1, levels A and AA. */
+const AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"];
+
+/**
+ * axe-core's serious and critical violations on the page as it is now (WCAG 2.1 A/AA), one line
+ * per rule with the elements it found; an empty list is a pass. Minor and moderate findings are
+ * advisory and not returned.
+ */
+export async function accessibilityProblems(page: Page): Promise<string[]> {
+  // Evaluated rather than added as a <script>: the console's CSP refuses inline scripts, as it should.
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async (tags) => {
+    const axe = (window as unknown as { axe: { run(context: unknown, options: unknown): Promise<AxeResults> } }).axe;
+    const results = await axe.run(document, { runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] });
+    return results.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(" ")) }));
+  }, AXE_TAGS);
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.impact} ${v.id}: ${v.targets.slice(0, 5).join(", ")}${v.targets.length > 5 ? ` (+${v.targets.length - 5})` : ""}`);
+}
+
+interface AxeResults {
+  violations: { id: string; impact: string | null; nodes: { target: string[] }[] }[];
 }

@@ -49,7 +49,12 @@ export function Header(props: {
       </nav>
       <div class="session">
         {props.feedStatus !== undefined && (
-          <span class={`dot ${props.feedStatus}`} aria-label={`live feed ${props.feedStatus}`} title={`live feed ${props.feedStatus}`} />
+          <span
+            class={`dot ${props.feedStatus}`}
+            role="img"
+            aria-label={`live feed ${props.feedStatus}`}
+            title={`live feed ${props.feedStatus}`}
+          />
         )}
         <button type="button" onClick={props.onSignOut}>
           {props.signOutLabel ?? "Sign out"}

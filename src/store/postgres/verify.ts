@@ -3,7 +3,7 @@ import { formatPoints } from "../../domain/points.js";
 import type { Violation, VerifyPort } from "../ports/verify.js";
 import { AVAILABLE_SQL } from "./accounts.js";
 import type { Queryable } from "./db.js";
-import { rankBandSql } from "./leaderboards.js";
+import { rankBandSql } from "./leaderboard-tables.js";
 
 /**
  * Per (address, pointType), what the records say each account field must be. NUMERIC sums are
