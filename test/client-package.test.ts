@@ -12,7 +12,18 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callOk, newAdminToken, randomAddress, signIn, startOperatedServer, tempDir } from "./helpers/process.js";
+import {
+  callOk,
+  creditPoints,
+  newAdminToken,
+  pollUntil,
+  randomAddress,
+  signIn,
+  sqliteUrl,
+  startOperatedServer,
+  startServerProcess,
+  tempDir,
+} from "./helpers/process.js";
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const PACKAGE_NAME = "@points-ledger/client";
@@ -180,6 +191,35 @@ describe("npm run pack:client", () => {
       expect(stored.batch).toMatchObject({ status: "PENDING", points: "12.5", transferCount: 1 });
     } finally {
       await service.stop();
+    }
+  });
+
+  it("installs the witness with it: points-ledger-witness, run from that project, pins the log's key and proves the log only grew", async () => {
+    const adminToken = newAdminToken();
+    const server = await startServerProcess({ DATABASE_URL: sqliteUrl(tempDir("witness-server")), ADMIN_TOKEN: adminToken });
+    try {
+      const witness = join(project, "node_modules", ".bin", "points-ledger-witness");
+      const env = { PATH: process.env.PATH ?? "" };
+      const args = ["--url", server.url, "--state", "witness.json"];
+      const first = runOk(witness, args, project, NODE_TIMEOUT_MS, env);
+      expect(first.stdout).toMatch(/^pinned the log's key localhost\/points-ledger\+[0-9a-f]{8}\+/);
+      const key = (await (await fetch(`${server.url}/v1/log/key`)).text()).trim();
+      expect(JSON.parse(readFileSync(join(project, "witness.json"), "utf8"))).toMatchObject({ url: server.url, verifierKey: key });
+      await creditPoints(server.url, adminToken, randomAddress(), "witnessed", "PHASE2_POINTS", "5");
+      const grown = await pollUntil("a checkpoint holding the credit", 30_000, async () => {
+        const run = runOk(witness, args, project, NODE_TIMEOUT_MS, env);
+        return /has [1-9]\d* events and extends the saved checkpoint of \d+ events/.test(run.stdout) ? run.stdout : undefined;
+      });
+      expect(grown).toContain("ok: localhost/points-ledger");
+      // A verdict is an exit code: a state pinned to another key fails it.
+      writeFileSync(
+        join(project, "other.json"),
+        JSON.stringify({ url: server.url, verifierKey: key.replace(/\+[0-9a-f]{8}\+/, "+00000000+"), checkpoint: null }),
+      );
+      const refused = run(witness, ["--url", server.url, "--state", "other.json"], project, NODE_TIMEOUT_MS, env);
+      expect(refused.status).not.toBe(0);
+    } finally {
+      await server.kill("SIGTERM");
     }
   });
 

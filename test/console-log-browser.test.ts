@@ -2,7 +2,7 @@
  * The console's transparency-log panel (src/console/src/log-checkpoint.tsx) in a real headless
  * Chromium against the real service: the live feed (operator) and the admin console show the
  * current checkpoint (its size, root hash and signing time, the signature checked in the page) and
- * the `points-ledger log verify` line that witnesses it; Refresh shows a newer checkpoint.
+ * the `points-ledger-witness` line that witnesses it; Refresh shows a newer checkpoint.
  *
  * Without /usr/bin/chromium these tests are skipped: `apt-get install -y chromium` to run them.
  * With CONSOLE_SCREENSHOTS=1, screenshots at 1280 px and 390 px go to console-screenshots/ (not committed).
@@ -144,7 +144,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the transparency log in the console", () => {
     // Signed a moment ago, to the second (Last-Modified), shown in UTC.
     const signedMs = Date.parse(shown.signedAt.replace(" UTC", "Z").replace(" ", "T"));
     expect(Math.abs(Date.now() - signedMs)).toBeLessThan(60_000);
-    expect(shown.command).toBe(`npx points-ledger log verify --url ${server.url} --state witness.json`);
+    expect(shown.command).toBe(`npx points-ledger-witness --url ${server.url} --state witness.json`);
     await checkLayout(page, "log-live-feed");
 
     // A new event: after Refresh the panel shows the checkpoint that holds it.

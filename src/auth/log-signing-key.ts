@@ -2,6 +2,7 @@ import { ConfigError, type Config } from "../config.js";
 import { formatSignerKey, parseSignerKey, verifierKey } from "../domain/signed-note.js";
 import type { AuthStore, LedgerStore, LogSigning } from "../store/store.js";
 import { storedKeyOf } from "./challenge-key.js";
+import { StoreUnavailableError } from "../store/errors.js";
 
 /** The row in server_keys of the checkpoints' Ed25519 seed when LOG_SIGNING_KEY is not set. */
 const LOG_KEY_NAME = "transparency-log";
@@ -41,15 +42,25 @@ export function logSigningOf(
 /**
  * The start-up check of the log's signing (server and worker): the configured key and origin must
  * be the ones that signed the database's log, or a witness's next check fails for no reason it
- * can see. A copy marked by `backup` or `log new-epoch` begins its new epoch here. Returns the epoch.
+ * can see. A copy marked by `backup` or `log new-epoch` begins its new epoch here. Returns the epoch
+ * (null: the database cannot be written now, and nothing was checked).
  */
 export async function openTransparencyLog(
   store: Pick<LedgerStore, "serverKey" | "openLog">,
   config: Pick<Config, "logOrigin" | "logSigningKey" | "logCheckpointSeconds">,
   nowMs: number,
-): Promise<{ epoch: number; begun: boolean }> {
-  const signing = await logSigningOf(store, config).signing();
-  const answer = await store.openLog(signing, nowMs);
+): Promise<{ epoch: number; begun: boolean } | null> {
+  let answer;
+  let signing;
+  try {
+    signing = await logSigningOf(store, config).signing();
+    answer = await store.openLog(signing, nowMs);
+  } catch (error) {
+    // A database that cannot be written yet (a read-only SQLite file, a standby): the service starts
+    // and answers 503 to writes; the log cannot sign either, and the next start checks its key.
+    if (error instanceof StoreUnavailableError) return null;
+    throw error;
+  }
   if (answer.kind === "ok") return answer;
   throw new ConfigError(
     config.logSigningKey === null ? "LOG_ORIGIN (or the key kept in the database)" : "LOG_SIGNING_KEY / LOG_ORIGIN",

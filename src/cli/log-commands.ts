@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { PointsAdminClient } from "../client/admin.js";
-import { PointsClient, PublicClient } from "../client/client.js";
-import { LogVerificationError, verifyCheckpoint, type Checkpoint } from "../client/log.js";
+import { PointsClient } from "../client/client.js";
+import { LogVerificationError } from "../client/log.js";
+import { DEFAULT_WITNESS_STATE_FILE, readWitnessState, witnessLog } from "../client/witness.js";
 import type { LedgerEvent } from "../client/types.js";
 import { parseAddress } from "../domain/address.js";
 import { formatSignerKey, generateSignerKey, parseSignerKey, verifierKey } from "../domain/signed-note.js";
@@ -25,18 +25,8 @@ export const LOG_USAGE = `  log verify [--url …] [--state <file>]    witness t
   log keygen [--origin <name>]            print a new LOG_SIGNING_KEY and its verifier key`;
 
 const DEFAULT_URL = "http://127.0.0.1:8080";
-const DEFAULT_STATE_FILE = "points-ledger-witness.json";
 /** Pages of events `prove` reads to find the event by its id (1000 a page). */
 const PROVE_MAX_PAGES = 1000;
-
-/** What a witness keeps between runs. */
-interface WitnessState {
-  url: string;
-  verifierKey: string;
-  /** The last checkpoint it checked, as served (a signed note). */
-  checkpoint: string | null;
-  checkedAt: string | null;
-}
 
 function parse(argv: string[]) {
   try {
@@ -51,83 +41,9 @@ function parse(argv: string[]) {
   }
 }
 
-function readState(path: string): WitnessState | null {
-  if (!existsSync(path)) return null;
-  const state = JSON.parse(readFileSync(path, "utf8")) as Partial<WitnessState>;
-  if (typeof state.verifierKey !== "string") throw new UsageError(`${path} is not a witness state file (no verifierKey)`);
-  return { url: state.url ?? "", verifierKey: state.verifierKey, checkpoint: state.checkpoint ?? null, checkedAt: state.checkedAt ?? null };
-}
-
-/** Written whole to a temporary file, then renamed: a crash never leaves half a state. */
-function saveState(path: string, state: WitnessState): void {
-  writeFileSync(`${path}.tmp`, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o644 });
-  renameSync(`${path}.tmp`, path);
-}
-
 function fail(message: string): number {
   console.error(`points-ledger log: ${message}`);
   return 1;
-}
-
-async function verify(url: string, statePath: string): Promise<number> {
-  const client = new PublicClient({ baseUrl: url });
-  const saved = readState(statePath);
-  const key = saved?.verifierKey ?? (await client.log.key());
-  if (saved === null) console.log(`pinned the log's key ${key} (in ${statePath}); later runs check against it, not the served one`);
-  let newer: Checkpoint;
-  try {
-    newer = await client.log.checkpoint(key);
-    if (saved?.checkpoint) {
-      const older = verifyCheckpoint(saved.checkpoint, key);
-      await client.log.verifyConsistency(older, newer);
-      console.log(`ok: ${newer.origin} has ${newer.size} events and extends the saved checkpoint of ${older.size} events`);
-    } else {
-      console.log(`ok: ${newer.origin} has ${newer.size} events (first checkpoint saved)`);
-    }
-  } catch (error) {
-    if (!(error instanceof LogVerificationError)) throw error;
-    if (saved?.checkpoint) return followEpochs(client, url, statePath, saved, error);
-    return fail(`VERIFICATION FAILED: ${error.message}. The saved checkpoint in ${statePath} is kept.`);
-  }
-  saveState(statePath, { url, verifierKey: key, checkpoint: newer.note, checkedAt: new Date().toISOString() });
-  console.log(`${newer.size} ${newer.rootHash}`);
-  return 0;
-}
-
-/**
- * The served log does not extend the saved checkpoint: it may have begun an epoch announced by the
- * pinned key (a restore, a key rotation; docs/transparency.md). If so, say what changed, pin the
- * new key and save the new checkpoint; if not, the history was rewritten and the witness fails.
- */
-async function followEpochs(client: PublicClient, url: string, statePath: string, saved: WitnessState, failure: Error): Promise<number> {
-  const older = verifyCheckpoint(saved.checkpoint!, saved.verifierKey);
-  let followed;
-  try {
-    followed = await client.log.followEpochs(older, saved.verifierKey);
-  } catch (error) {
-    if (!(error instanceof LogVerificationError)) throw error;
-    return fail(`VERIFICATION FAILED: ${failure.message} (and ${error.message}). The saved checkpoint in ${statePath} is kept.`);
-  }
-  let key = saved.verifierKey;
-  for (const epoch of followed.epochs) {
-    const rotated = epoch.verifierKey !== key;
-    key = epoch.verifierKey;
-    console.log(
-      `NEW EPOCH: ${epoch.origin} follows ${epoch.follows} from its first ${epoch.forkSize} events (announced with the key you pinned${
-        rotated ? `; it is signed by ${epoch.verifierKey} from now on` : ""
-      })`,
-    );
-  }
-  if (followed.eventsNotFollowed > 0) {
-    console.log(
-      `the checkpoint you saved had ${older.size} events: the last ${followed.eventsNotFollowed} are not in the new epoch (the database was restored from a copy older than them)`,
-    );
-  }
-  const newer = followed.checkpoint;
-  console.log(`ok: ${newer.origin} has ${newer.size} events and extends the announced fork`);
-  saveState(statePath, { url, verifierKey: followed.verifierKey, checkpoint: newer.note, checkedAt: new Date().toISOString() });
-  console.log(`${newer.size} ${newer.rootHash}`);
-  return 0;
 }
 
 /** The event by its id, read from the contract's events (or the admin listing). */
@@ -166,7 +82,7 @@ function proverFor(url: string, contract: string | undefined): PointsClient | Po
 async function prove(url: string, eventId: string | undefined, contract: string | undefined, statePath: string): Promise<number> {
   if (eventId === undefined) throw new UsageError("usage: log prove <eventId> [--contract <addr>]");
   const client = proverFor(url, contract);
-  const saved = readState(statePath);
+  const saved = readWitnessState(statePath);
   const key = saved?.verifierKey ?? (await client.log.key());
   if (saved === null) console.log(`using the served key ${key} (no witness state in ${statePath} pins one)`);
   const event = await findEvent(client, eventId);
@@ -193,8 +109,14 @@ export async function logCommand(argv: string[]): Promise<number> {
   const { positionals, values } = parse(argv);
   const [sub, ...rest] = positionals;
   const url = values.url ?? process.env.POINTS_LEDGER_URL ?? DEFAULT_URL;
-  const statePath = values.state ?? DEFAULT_STATE_FILE;
-  if (sub === "verify" && rest.length === 0) return verify(url, statePath);
+  const statePath = values.state ?? DEFAULT_WITNESS_STATE_FILE;
+  if (sub === "verify" && rest.length === 0) {
+    return witnessLog(url, statePath, {
+      name: "points-ledger log",
+      log: (line) => console.log(line),
+      error: (line) => console.error(line),
+    });
+  }
   if (sub === "prove" && rest.length <= 1) return prove(url, rest[0], values.contract, statePath);
   if (sub === "keygen" && rest.length === 0) return keygen(values.origin ?? process.env.LOG_ORIGIN ?? "localhost/points-ledger");
   throw new UsageError(`usage:\n${LOG_USAGE}`);

@@ -16,7 +16,7 @@ function lagText(status: LogStatus): string {
 /**
  * The transparency log's current checkpoint (docs/transparency.md) and how to witness it: its
  * size, root hash and signing time, what still waits to be logged (the log's lag), its signature checked here with the key the service serves,
- * and the `points-ledger log verify` line a witness runs. Shown on the live feed (operator) and
+ * and the `points-ledger-witness` line a witness runs (the client package's command). Shown on the live feed (operator) and
  * the admin console; `version` reloads it (the live feed's events, throttled).
  */
 export function LogCheckpoint(props: { log: TransparencyLog; version: number }) {
@@ -69,11 +69,12 @@ export function LogCheckpoint(props: { log: TransparencyLog; version: number }) 
       <p class="muted">The signature was checked in this page with the key the service serves; a witness keeps the key it saw first.</p>
       <h3>Witness it</h3>
       <p>
-        Run this from a machine the operator does not control, every minute from cron. It checks the signature, proves the new checkpoint
-        extends the one it saved last, and exits 1 if the history was rewritten or forked:
+        Install the client package (its tarball, <code>@points-ledger/client</code>: it has no dependencies) on a machine the operator does
+        not control and run this every minute from cron. It checks the signature, proves the new checkpoint extends the one it saved last,
+        follows a restore the log announced, and exits 1 if the history was rewritten or forked:
       </p>
       <pre class="command">
-        <code data-testid="witness-command">npx points-ledger log verify --url {url} --state witness.json</code>
+        <code data-testid="witness-command">npx points-ledger-witness --url {url} --state witness.json</code>
       </pre>
       <button type="button" onClick={latest.reload} disabled={latest.loading}>
         Refresh
