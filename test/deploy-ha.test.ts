@@ -42,6 +42,6 @@ describe("deploy/ high availability", () => {
     for (const setting of ["ttl: 20", "loop_wait: 5", "retry_timeout: 5", "synchronous_mode: true", "synchronous_mode_strict: true"]) {
       expect(config).toContain(`    ${setting}\n`);
     }
-    for (const node of [1, 2, 3]) expect(readDeployFile(`patroni/node${node}.env`)).toContain(`PATRONI_NAME=node${node}`);
+    for (const node of [1, 2, 3]) expect(readDeployFile(`patroni/node${node}.env.example`)).toContain(`PATRONI_NAME=node${node}`);
   });
 });
