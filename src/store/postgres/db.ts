@@ -252,14 +252,27 @@ export function guardEach<T extends Record<keyof T, (...args: never[]) => Promis
   return guarded as T;
 }
 
-/** Takes the transaction advisory lock `key` if no other transaction holds it, never waiting: a step another instance is taking is skipped. */
+/**
+ * The advisory lock of one job in this service's schema: advisory locks belong to the database,
+ * not to a schema, so two services (or two test files) in two schemas of one database would
+ * otherwise take each other's job locks, and a tried step would be skipped for another
+ * service's work. A hash collision between two schemas only makes them take turns.
+ */
+const SCHEMA_LOCK = "hashtextextended(current_schema() || ':' || $1, 0)";
+
+/** Takes the transaction advisory lock `key` (of this schema) if no other transaction holds it, never waiting: a step another instance is taking is skipped. */
 export async function tryTransactionLock(db: Queryable, name: string, key: string): Promise<boolean> {
   const { rows } = await db.query<{ claimed: boolean }>({
     name,
-    text: "SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed",
+    text: `SELECT pg_try_advisory_xact_lock(${SCHEMA_LOCK}) AS claimed`,
     values: [key],
   });
   return rows[0]!.claimed;
+}
+
+/** Waits for the transaction advisory lock `key` of this schema (tryTransactionLock's). */
+export async function transactionLock(db: Queryable, name: string, key: string): Promise<void> {
+  await db.query({ name, text: `SELECT pg_advisory_xact_lock(${SCHEMA_LOCK})`, values: [key] });
 }
 
 export interface TransactionOptions<T> {

@@ -13,7 +13,7 @@ import type {
   WindowBoardRequest,
   WindowOfBatches,
 } from "../ports/leaderboards.js";
-import { toNumber, toStoreError, toUnits, transaction, type PgPool, type Queryable } from "./db.js";
+import { toNumber, toStoreError, toUnits, transaction, transactionLock, type PgPool, type Queryable } from "./db.js";
 import {
   ADDRESS_TEXT,
   BOARD_SQL,
@@ -227,7 +227,7 @@ async function windowStanding(db: Queryable, window: WindowOfBatches, address: A
  * capWindowBoards (a deadlock would fail the request).
  */
 async function requestWindowBoard(db: Queryable, request: WindowBoardRequest): Promise<void> {
-  await db.query({ name: "pl-lb-wait-applier", text: "SELECT pg_advisory_xact_lock($1::bigint)", values: [PROJECTION_LOCK_KEY] });
+  await transactionLock(db, "pl-lb-wait-applier", PROJECTION_LOCK_KEY);
   await db.query({ name: "pl-lb-lock-board", text: "SELECT 1 FROM boards WHERE board = $1 FOR NO KEY UPDATE", values: [request.board] });
   await db.query({
     name: "pl-lb-request-window",

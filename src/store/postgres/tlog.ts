@@ -1,7 +1,7 @@
 import type { AddressKey } from "../../domain/address.js";
 import type { Tile, TileKey } from "../../domain/tlog.js";
 import type { LogIdentity, LogState, LoggedEvent, StoredCheckpoint, StoredEpoch, TransparencyLogPort } from "../ports/tlog.js";
-import { toNumber, type Queryable } from "./db.js";
+import { toNumber, tryTransactionLock, type Queryable } from "./db.js";
 import { committedEventsAfter, toStoredEvent } from "./events.js";
 
 /**
@@ -13,16 +13,11 @@ import { committedEventsAfter, toStoredEvent } from "./events.js";
  * running, an order that only grows at its end; a position is "<tx>.<seq>".
  */
 
-/** Key of the transaction advisory lock a logging step runs under; beside db.ts's and leaderboards.ts's, unique to this service. */
+/** Key of the transaction advisory lock (of this schema: db.ts tryTransactionLock) a logging step runs under. */
 const LOG_LOCK_KEY = "7061221916";
 
 async function claimLogger(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query<{ claimed: boolean }>({
-    name: "pl-log-claim",
-    text: "SELECT pg_try_advisory_xact_lock($1::bigint) AS claimed",
-    values: [LOG_LOCK_KEY],
-  });
-  return rows[0]!.claimed;
+  return tryTransactionLock(db, "pl-log-claim", LOG_LOCK_KEY);
 }
 
 interface StateRow {
