@@ -24,7 +24,10 @@
  *   of the page's fresh directory (the CLI's database commands use the same one), and returns once /readyz answers: where the reader switches to another shell.
  *   The server listens where a reader's does, 127.0.0.1:8080 (the pages' text stays verbatim);
  *   if something already answers there, the page fails saying so. `npm run [-s] cli -- …` and
- *   `npm run demo` run the built CLI; any other npm command fails (mark such a block not run).
+ *   `npm run demo` run the built CLI; `npx anvil …` starts the checkout's anvil (a devDependency)
+ *   in the background and returns once it answers (docs/onchain.md's local chain); any other npm
+ *   or npx command fails (mark such a block not run). The page's directory links the checkout's
+ *   `contracts/`, which a reader's shell in the checkout sees.
  * - `curl` keeps each answer's status and body. The line under a block, `→ <status> [CODE]`, is
  *   checked against the block's last answer; every other answer must be 2xx or 3xx. A command that
  *   fails (non-zero exit) fails the page.

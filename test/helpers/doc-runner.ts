@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import ts from "typescript";
@@ -84,8 +84,10 @@ function tsProgram(block: DocBlock, index: number, repoRoot: string, dir: string
  * for a step of the page: `curl` keeps each answer's status and body for the checks (and still
  * prints the body); `npm start` starts the built server in the background on a fresh SQLite
  * database and returns once it is ready (the reader's "start it, then use another shell");
- * `npm run [-s] cli -- …` and `npm run demo` run the built CLI. Any other npm command fails: such a
- * block must be marked not run.
+ * `npm run [-s] cli -- …` and `npm run demo` run the built CLI; `npx anvil …` starts the checkout's
+ * anvil (the devDependency's binary) in the background and returns once it answers, as `npm start`
+ * does. Any other npm or npx command fails: such a block must be marked not run. The page's
+ * directory holds a link to the checkout's `contracts/`, which a reader's shell in the checkout sees.
  */
 const PRELUDE = String.raw`
 set -u -E
@@ -118,6 +120,25 @@ __docs_serve() {
     sleep 0.1
   done
   echo "docs test: the service was not ready within 30 s" >&2; return 1
+}
+__docs_anvil() {
+  local port=8545 i args=("$@") anvil="$DOCS_REPO/node_modules/.bin/anvil"
+  for ((i = 0; i < \${#args[@]}; i++)); do [ "\${args[i]}" = "--port" ] && port="\${args[i+1]:-8545}"; done
+  if [ ! -x "$anvil" ]; then echo "docs test: no anvil in node_modules (npm ci installs @foundry-rs/anvil-linux-amd64)" >&2; return 1; fi
+  "$anvil" "$@" >> "$DOCS_DIR/anvil.log" 2>&1 &
+  for i in $(seq 1 200); do
+    command curl -s -o /dev/null --max-time 1 -H 'content-type: application/json' \
+      -d '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' "http://127.0.0.1:$port" && return 0
+    sleep 0.1
+  done
+  echo "docs test: anvil did not answer on port $port within 20 s" >&2; return 1
+}
+npx() {
+  case "\${1:-}" in
+    anvil) shift; __docs_anvil "$@"; return ;;
+  esac
+  echo "docs test: 'npx $*' is not run by the test; mark its block <!-- not run: why -->" >&2
+  return 127
 }
 npm() {
   local script
@@ -276,6 +297,7 @@ export async function runDoc(name: string, markdown: string, options: DocRunOpti
   const dir = mkdtempSync(join(tmpdir(), "points-ledger-doc-"));
   const blocks = docBlocks(markdown);
   const where = (block: DocBlock) => `${name}:${block.line}`;
+  symlinkSync(join(options.repoRoot, "contracts"), join(dir, "contracts"));
   const script = scriptOf(blocks, options.repoRoot, dir);
   writeFileSync(join(dir, "script.sh"), script);
   const session = startBash(script, dir, options);
