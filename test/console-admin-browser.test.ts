@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { StandardMerkleTree } from "@openzeppelin/merkle-tree";
 import { type Browser, type BrowserContext, type Page } from "playwright-core";
-import { getAddress } from "viem";
+import { decodeFunctionData, getAddress, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PointsAdminClient, PointsClient, type SnapshotTreeDump } from "../src/client/index.js";
@@ -270,6 +270,36 @@ describe.skipIf(!HAVE_CHROMIUM)("the admin console and payouts in Chromium", () 
     expect(amount).toBe("3000000000001000000");
     expect(hashes).toEqual((await admin.getProof(id, holder)).proof);
     expect(StandardMerkleTree.verify(snapshot.root, ["address", "uint256"], [holder, amount], hashes)).toBe(true);
+
+    // With the distributor entered (a malformed one refused in the service's words), the proof shows
+    // the claim to send: its arguments, and calldata that decodes to the same call.
+    expect(await page.getByTestId("claim-call").count()).toBe(0);
+    await page.getByLabel("Distributor address").fill("0x1234");
+    await page.getByRole("button", { name: "Save distributor" }).click();
+    await page.getByText(`Distributor: ${addressMessage("0x1234")}`, { exact: true }).waitFor({ timeout: WAIT_MS });
+    expect(await page.getByTestId("claim-call").count()).toBe(0);
+    const distributor = getAddress(`0x${randomBytes(20).toString("hex")}`);
+    await page.getByLabel("Distributor address").fill(distributor.toLowerCase());
+    await page.getByRole("button", { name: "Save distributor" }).click();
+    const claim = page.getByTestId("claim-call");
+    await claim.waitFor({ timeout: WAIT_MS });
+    expect(await page.getByLabel("Distributor address").inputValue()).toBe(distributor);
+    expect(await claim.innerText()).toContain(distributor);
+    expect(JSON.parse(await page.getByTestId("claim-args").innerText())).toEqual([holder, amount, hashes]);
+    const calldata = (await page.getByTestId("claim-calldata").innerText()) as `0x${string}`;
+    const call = decodeFunctionData({
+      abi: parseAbi(["function claim(address account, uint256 cumulativeAmount, bytes32[] proof)"]),
+      data: calldata,
+    });
+    expect(call.args).toEqual([holder, BigInt(amount), hashes]);
+    await claim.getByRole("button", { name: "Copy calldata" }).click();
+    await claim.getByText(/^Copied\.$|^Copying is not allowed here: select the calldata/).waitFor({ timeout: WAIT_MS });
+    await checkLayout(page, "payouts-claim");
+    // Remembered for this snapshot across a reload.
+    await page.reload();
+    await page.locator(`[data-testid=known-snapshots] li[data-snapshot-id="${id}"] button`).click();
+    await page.getByTestId("snapshot-root").waitFor({ timeout: WAIT_MS });
+    expect(await page.getByLabel("Distributor address").inputValue()).toBe(distributor);
 
     const tree = await downloaded(page, "Download tree (JSON)");
     expect(tree.name).toBe(`snapshot-${id}-tree.json`);

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useState } from "preact/hooks";
+import { CopyButton } from "./copy-button.js";
 
 interface SecretOnceProps {
   /** The secret, shown only now (a webhook signing secret, an API key). */
@@ -23,12 +23,6 @@ interface SecretOnceProps {
  * and a dismissal after which the page no longer holds it. Used by the webhooks and API keys screens.
  */
 export function SecretOnce({ secret, label, children, lead, testId, valueTestId, class: extra, onDismiss }: SecretOnceProps) {
-  const [copied, setCopied] = useState<string | null>(null);
-  const copy = () =>
-    navigator.clipboard.writeText(secret).then(
-      () => setCopied("Copied."),
-      () => setCopied("Copying is not allowed here: select the secret and copy it by hand."),
-    );
   return (
     <div class={`notice secret-panel${extra ? ` ${extra}` : ""}`} role="region" aria-label={label} data-testid={testId}>
       {children}
@@ -37,17 +31,10 @@ export function SecretOnce({ secret, label, children, lead, testId, valueTestId,
         <code class="mono mono-wrap" data-testid={valueTestId}>
           {secret}
         </code>
-        <button type="button" onClick={() => void copy()}>
-          Copy secret
-        </button>
+        <CopyButton text={secret} label="Copy secret" what="the secret" />
         <button type="button" onClick={onDismiss}>
           I have saved it
         </button>
-        {copied && (
-          <span role="status" class="muted">
-            {copied}
-          </span>
-        )}
       </div>
     </div>
   );

@@ -16,6 +16,7 @@ import { blobOf, byteText, saveBlob } from "../lib/download.js";
 import { loadKnownSnapshots, rememberSnapshot, type KnownSnapshot } from "../lib/known-snapshots.js";
 import { loadAdminToken } from "../lib/session-store.js";
 import { adminClientOf } from "./admin.js";
+import { ClaimCall, DistributorField, useDistributor } from "./claim-parts.js";
 
 /** The API's bounds of `decimals` (docs/api.md, Snapshots): at least the points' own decimals, so every amount is whole. */
 const SNAPSHOT_DECIMALS_MIN = POINT_DECIMALS;
@@ -216,6 +217,7 @@ function TakeSnapshot(props: { admin: PointsAdminClient; pointTypes: string[]; o
 }
 
 function SnapshotDetail({ snapshot, reader }: { snapshot: Snapshot; reader: PublicClient }) {
+  const [distributor, setDistributor] = useDistributor(snapshot.id);
   return (
     <article class="card snapshot" data-testid="snapshot" data-snapshot-id={snapshot.id}>
       <h2 class="mono-wrap">Snapshot {snapshot.id}</h2>
@@ -245,12 +247,13 @@ function SnapshotDetail({ snapshot, reader }: { snapshot: Snapshot; reader: Publ
         type="application/json"
         open={(signal) => reader.downloadSnapshotTree(snapshot.id, { signal })}
       />
-      <ProofLookup snapshot={snapshot} reader={reader} />
+      <DistributorField distributor={distributor} onChange={setDistributor} />
+      <ProofLookup snapshot={snapshot} reader={reader} distributor={distributor} />
     </article>
   );
 }
 
-function ProofLookup({ snapshot, reader }: { snapshot: Snapshot; reader: PublicClient }) {
+function ProofLookup({ snapshot, reader, distributor }: { snapshot: Snapshot; reader: PublicClient; distributor: string }) {
   const fail = useFail();
   const [address, setAddress] = useState("");
   const [proof, setProof] = useState<SnapshotProof | null>(null);
@@ -298,6 +301,7 @@ function ProofLookup({ snapshot, reader }: { snapshot: Snapshot; reader: PublicC
           </dd>
         </dl>
       )}
+      {proof && distributor !== "" && <ClaimCall distributor={distributor} proof={proof} />}
     </>
   );
 }
