@@ -50,8 +50,8 @@ describe.skipIf(!DATABASE_URL_TEST)("job locks of two services in two schemas of
     await finalizedBatch(storeA);
     await finalizedBatch(storeB);
     // Schema a's applier lock, held by an open transaction as a pass on another instance holds it.
-    const holder = new pg.Client({ connectionString: a.connectionString });
-    await holder.connect();
+    const pool = new pg.Pool({ connectionString: a.connectionString, max: 1 });
+    const holder = await pool.connect();
     try {
       await holder.query("BEGIN");
       expect(await tryTransactionLock(holder, "held", PROJECTION_LOCK_KEY)).toBe(true);
@@ -59,7 +59,8 @@ describe.skipIf(!DATABASE_URL_TEST)("job locks of two services in two schemas of
       expect((await storeB.applyProjection(10, t0 + 5000)).applied).toBe(1);
       await holder.query("ROLLBACK");
     } finally {
-      await holder.end();
+      holder.release();
+      await pool.end();
     }
     expect((await storeA.applyProjection(10, t0 + 5000)).applied).toBe(1);
   });
