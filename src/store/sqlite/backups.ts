@@ -1,0 +1,19 @@
+import type { BackupsPort } from "../ports/backups.js";
+import { statement, type SqliteDb } from "./db.js";
+
+/** One row (id 1); the time only moves forward, so a late record of an older backup does not hide a newer one. */
+function recordBackup(db: SqliteDb, completedAtMs: number): void {
+  statement(
+    db,
+    `INSERT INTO backup_state (id, last_success_at_ms) VALUES (1, ?)
+     ON CONFLICT (id) DO UPDATE SET last_success_at_ms = max(last_success_at_ms, excluded.last_success_at_ms)`,
+  ).run(completedAtMs);
+}
+
+function lastBackupAtMs(db: SqliteDb): number | null {
+  const at = statement(db, "SELECT last_success_at_ms FROM backup_state WHERE id = 1").pluck().get() as number | undefined;
+  return at ?? null;
+}
+
+/** The backup record, over better-sqlite3. */
+export const backups = { recordBackup, lastBackupAtMs } satisfies BackupsPort<SqliteDb, "sync">;
