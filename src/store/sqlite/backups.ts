@@ -11,8 +11,9 @@ function recordBackup(db: SqliteDb, completedAtMs: number): void {
 }
 
 function lastBackupAtMs(db: SqliteDb): number | null {
-  const at = statement(db, "SELECT last_success_at_ms FROM backup_state WHERE id = 1").pluck().get() as number | undefined;
-  return at ?? null;
+  // The connection reads integers as bigint (db.ts); epoch milliseconds fit a double exactly.
+  const at = statement(db, "SELECT last_success_at_ms FROM backup_state WHERE id = 1").pluck().get() as bigint | number | undefined;
+  return at === undefined ? null : Number(at);
 }
 
 /** The backup record, over better-sqlite3. */
