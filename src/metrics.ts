@@ -203,7 +203,8 @@ export async function refreshDatabaseGauges(
     metrics.logLagSeconds.set(oldestUnloggedAtMs === null ? 0 : Math.max(0, nowMs - oldestUnloggedAtMs) / 1000);
     const lastBackupAtMs = await store.lastBackupAtMs();
     metrics.backupLastSuccessSeconds.set(lastBackupAtMs === null ? 0 : lastBackupAtMs / 1000);
-    if (metrics.registry.getSingleMetric(BACKUP_GAUGE_NAME) === undefined) metrics.registry.registerMetric(metrics.backupLastSuccessSeconds);
+    if (metrics.registry.getSingleMetric(BACKUP_GAUGE_NAME) === undefined)
+      metrics.registry.registerMetric(metrics.backupLastSuccessSeconds);
   } catch {
     // The probe passed and the count failed: a database going away right now; the next scrape says so.
   }

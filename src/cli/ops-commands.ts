@@ -178,7 +178,8 @@ async function backupSqlite(sourcePath: string, file: string): Promise<{ pages: 
   const partial = join(dirname(file), `.${basename(file)}.partial-${process.pid}`);
   try {
     source.pragma(`busy_timeout = ${BACKUP_BUSY_TIMEOUT_MS}`);
-    if (!hasTable(source, "schema_migrations")) throw new UsageError(`${sourcePath} is not a points-ledger database (no schema_migrations table)`);
+    if (!hasTable(source, "schema_migrations"))
+      throw new UsageError(`${sourcePath} is not a points-ledger database (no schema_migrations table)`);
     const { version } = source.prepare("SELECT coalesce(max(version), 0) AS version FROM schema_migrations").get() as { version: number };
     const { totalPages } = await source.backup(partial, { progress: () => ALL_PAGES });
     newLedgerCopy(Database, partial, Date.now());
