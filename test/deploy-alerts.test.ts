@@ -269,7 +269,7 @@ describe.skipIf(!promtool)("promtool", () => {
       const scenario = SCENARIOS[rule.alert];
       if (!scenario) throw new Error(`no scenario for ${rule.alert}: add one to SCENARIOS`);
       const check = (series: Series[], firing: boolean) => ({
-        interval: "1m",
+        interval: scenario.interval ?? "1m",
         input_series: series.map(([name, values]) => ({ series: name, values })),
         promql_expr_test: [
           { expr: `count(${rule.expr})`, eval_time: scenario.evalTime, exp_samples: firing ? [{ labels: "{}", value: 1 }] : [] },
@@ -326,6 +326,8 @@ describe.skipIf(!patroniInstalled)("the Patroni rules", () => {
 type Series = [string, string];
 interface Scenario {
   evalTime: string;
+  /** Between two values of a series (1m unless said): promtool evaluates every rule at each step, so a day of minutes is slow. */
+  interval?: string;
   failing: Series[];
   healthy: Series[];
   /** Other situations the rule names (another branch of its expression), and other healthy ones. */
@@ -498,29 +500,30 @@ const SCENARIOS: Record<string, Scenario> = {
     healthy: [[`points_database_replica_lag_seconds{${SVC}}`, "0 1 12 0.5x16"]],
   },
   PointsLedgerBackupTooOld: {
-    // promtool's time() starts at 0: the backups are recorded at promtool times.
+    // promtool's time() starts at 0: the backups are recorded at promtool times, one value an hour.
     evalTime: "30h",
+    interval: "1h",
     // Recorded at 1 h, then no backup again.
     failing: [
-      [`up{${SVC}}`, "1x1800"],
-      [`points_backup_last_success_timestamp_seconds{${SVC}}`, "3600x1800"],
+      [`up{${SVC}}`, "1x30"],
+      [`points_backup_last_success_timestamp_seconds{${SVC}}`, "3600x30"],
     ],
     alsoFailing: [
       // The service answers but reports no backup time (an older version, a database unreadable since the start).
-      [[`up{${SVC}}`, "1x1800"]],
+      [[`up{${SVC}}`, "1x30"]],
       // A ledger with no backup ever recorded: 0. Evaluated at 30 h, its age is 30 h.
       [
-        [`up{${SVC}}`, "1x1800"],
-        [`points_backup_last_success_timestamp_seconds{${SVC}}`, "0x1800"],
+        [`up{${SVC}}`, "1x30"],
+        [`points_backup_last_success_timestamp_seconds{${SVC}}`, "0x30"],
       ],
     ],
     // A backup a day: recorded at 1 h and at 25 h.
     healthy: [
-      [`up{${SVC}}`, "1x1800"],
-      [`points_backup_last_success_timestamp_seconds{${SVC}}`, `3600x1440 ${3600 + DAY_SECONDS}x360`],
+      [`up{${SVC}}`, "1x30"],
+      [`points_backup_last_success_timestamp_seconds{${SVC}}`, `3600x24 ${3600 + DAY_SECONDS}x6`],
     ],
     // The service down: PointsLedgerDown's, not a backup alert.
-    alsoHealthy: [[[`up{${SVC}}`, "0x1800"]]],
+    alsoHealthy: [[[`up{${SVC}}`, "0x30"]]],
   },
   PointsLedgerPatroniNoLeader: {
     evalTime: "5m",
