@@ -1,5 +1,5 @@
-import type { BackupsPort } from "../ports/backups.js";
-import { toNullableNumber, type Queryable } from "./db.js";
+import type { BackupsPort, BackupsStore } from "../ports/backups.js";
+import { toNullableNumber, type PgPool, type Queryable } from "./db.js";
 
 /** One row (id 1); the time only moves forward, so a late record of an older backup does not hide a newer one. */
 async function recordBackup(db: Queryable, completedAtMs: number): Promise<void> {
@@ -21,3 +21,11 @@ async function lastBackupAtMs(db: Queryable): Promise<number | null> {
 
 /** The backup record, over pg. */
 export const backups = { recordBackup, lastBackupAtMs } satisfies BackupsPort<Queryable, "async">;
+
+/** The store's backup operations, each guarded by `run` as the adapter's other reads and writes. */
+export function backupOperations(pool: PgPool, run: <T>(work: () => Promise<T>) => Promise<T>): BackupsStore {
+  return {
+    recordBackup: (completedAtMs) => run(() => recordBackup(pool, completedAtMs)),
+    lastBackupAtMs: () => run(() => lastBackupAtMs(pool)),
+  };
+}

@@ -1,4 +1,4 @@
-import type { BackupsPort } from "../ports/backups.js";
+import type { BackupsPort, BackupsStore } from "../ports/backups.js";
 import { statement, type SqliteDb } from "./db.js";
 
 /** One row (id 1); the time only moves forward, so a late record of an older backup does not hide a newer one. */
@@ -18,3 +18,14 @@ function lastBackupAtMs(db: SqliteDb): number | null {
 
 /** The backup record, over better-sqlite3. */
 export const backups = { recordBackup, lastBackupAtMs } satisfies BackupsPort<SqliteDb, "sync">;
+
+/** The store's backup operations over the current writer connection (`current`: replaced after a read-only recovery). */
+export function backupOperations(current: () => SqliteDb): BackupsStore {
+  return {
+    recordBackup: async (completedAtMs) => {
+      const db = current();
+      db.transaction(() => recordBackup(db, completedAtMs)).immediate();
+    },
+    lastBackupAtMs: async () => lastBackupAtMs(current()),
+  };
+}
