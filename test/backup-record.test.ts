@@ -12,7 +12,10 @@ import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { backups as postgresBackups } from "../src/store/postgres/backups.js";
+import { backups as sqliteBackups } from "../src/store/sqlite/backups.js";
 import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import { assertBuilt, newAdminToken, runCli, sqliteUrl, startServerProcess, tempDir, type ServerProcess } from "./helpers/process.js";
 
@@ -73,13 +76,10 @@ describe("the backup record (SQLite)", () => {
     expect(recorded).toBeGreaterThanOrEqual(Math.max(before, fromSeconds));
     expect(recorded).toBeLessThanOrEqual(toSeconds);
 
-    // A late record of an older backup (written directly, as a clock set back would) changes nothing.
+    // A late record of an older backup (through the adapter, as a clock set back would) changes nothing.
     const db = new Database(join(dir, "ledger.db"));
     try {
-      db.prepare(
-        `INSERT INTO backup_state (id, last_success_at_ms) VALUES (1, ?)
-         ON CONFLICT (id) DO UPDATE SET last_success_at_ms = max(last_success_at_ms, excluded.last_success_at_ms)`,
-      ).run(1000);
+      db.transaction(() => sqliteBackups.recordBackup(db, 1000)).immediate();
     } finally {
       db.close();
     }
@@ -123,7 +123,7 @@ describe.skipIf(!DATABASE_URL_TEST)(`the backup record (PostgreSQL)${DATABASE_UR
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("`pg_dump … && points-ledger backup --record`: /metrics of the running service moves from 0 to the record's time", async () => {
+  it("`pg_dump … && points-ledger backup --record`: /metrics of the running service moves from 0 to the record's time, never back", async () => {
     expect(await lastBackupSeconds(server)).toBe(0);
     // docs/operations.md's cron line: the dump, then the record only if the dump succeeded.
     if (HAVE_PG_DUMP)
@@ -136,6 +136,14 @@ describe.skipIf(!DATABASE_URL_TEST)(`the backup record (PostgreSQL)${DATABASE_UR
     const refused = await runCli(["backup", join(dir, "pg.db")], { DATABASE_URL: schema.connectionString });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("backup --record");
+    expect(await lastBackupSeconds(server)).toBe(recorded);
+    // A late record of an older backup, through the adapter: the time never moves back.
+    const pool = new pg.Pool({ connectionString: schema.connectionString, max: 1 });
+    try {
+      await postgresBackups.recordBackup(pool, 1000);
+    } finally {
+      await pool.end();
+    }
     expect(await lastBackupSeconds(server)).toBe(recorded);
   });
 });

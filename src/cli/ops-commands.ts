@@ -17,8 +17,8 @@ import { UsageError } from "./commands.js";
 export const OPS_USAGE = `  migrate [--status]                      bring the database schema up to date; --status lists the applied and
                                           pending migrations without applying anything
   backup <file>                           a consistent copy of the live SQLite database in <file> (a new file),
-                                          taken while the service runs, and recorded in it as the last backup;
-                                          PostgreSQL: use pg_dump (docs/operations.md)
+                                          taken while the service runs; its completion is recorded in the live
+                                          database (/metrics). PostgreSQL: use pg_dump (docs/operations.md)
   backup --record                         records in the database that a backup made by another tool (pg_dump,
                                           pgBackRest) completed now: /metrics exports the time of the last one`;
 
