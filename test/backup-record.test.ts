@@ -86,7 +86,7 @@ describe("the backup record (SQLite)", () => {
     expect(await lastBackupSeconds(server)).toBe(recorded);
   });
 
-  it("`backup --record` refuses a database that does not exist or is not migrated, creating nothing", async () => {
+  it("`backup --record` refuses a database that does not exist or is not migrated, creating nothing; an unrecorded backup exits 1", async () => {
     const missing = await runCli(["backup", "--record"], { DATABASE_URL: sqliteUrl(dir, "nothing.db") });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("there is no SQLite database at");
@@ -101,6 +101,21 @@ describe("the backup record (SQLite)", () => {
     const both = await runCli(["backup", "--record", join(dir, "x.db")], { DATABASE_URL: sqliteUrl(dir) });
     expect(both.code).toBe(2);
     expect(existsSync(join(dir, "x.db"))).toBe(false);
+
+    // A database without the record's table (a schema from before it): the copy is written, the
+    // command says it was not recorded and exits 1, so the cron job's failure shows.
+    const older = sqliteUrl(dir, "older.db");
+    expect((await runCli(["migrate"], { DATABASE_URL: older })).code).toBe(0);
+    const db = new Database(join(dir, "older.db"));
+    db.exec("DROP TABLE backup_state");
+    db.close();
+    const unrecorded = await runCli(["backup", join(dir, "older-copy.db")], { DATABASE_URL: older });
+    expect(unrecorded.code).toBe(1);
+    expect(unrecorded.stdout).toMatch(/^backed up /);
+    expect(unrecorded.stderr).toBe(
+      "points-ledger: the backup is written but was not recorded in the database (its schema predates the record; run points-ledger migrate)\n",
+    );
+    expect(existsSync(join(dir, "older-copy.db"))).toBe(true);
   });
 });
 

@@ -168,10 +168,29 @@ function newLedgerCopy(Database: typeof import("better-sqlite3"), path: string, 
 }
 
 /**
+ * Records the backup just written in the live database, once the copy is whole on disk: the
+ * record is what PointsLedgerBackupTooOld watches. Returns why it could not, or null.
+ */
+function recordBackupIn(source: import("better-sqlite3").Database): string | null {
+  // A schema from before the record (SQLite migration 23): the copy is good, but nothing watches it.
+  if (!hasTable(source, "backup_state")) return "its schema predates the record; run points-ledger migrate";
+  try {
+    source.transaction(() => backups.recordBackup(source, Date.now())).immediate();
+    return null;
+  } catch (error) {
+    // Locked past the busy timeout, or read-only: the copy stands, the next backup records.
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
+/**
  * Copies the SQLite database at `sourcePath` into `file`, through a temporary file renamed at
  * the end, so `file` is either the whole consistent copy or absent.
  */
-async function backupSqlite(sourcePath: string, file: string): Promise<{ pages: number; schemaVersion: number; recorded: boolean }> {
+async function backupSqlite(
+  sourcePath: string,
+  file: string,
+): Promise<{ pages: number; schemaVersion: number; notRecorded: string | null }> {
   const { default: Database } = await import("better-sqlite3");
   // Never created here: a backup of a mistyped path must not make an empty database.
   const source = new Database(sourcePath, { fileMustExist: true });
@@ -186,10 +205,7 @@ async function backupSqlite(sourcePath: string, file: string): Promise<{ pages: 
     fsyncPath(partial);
     renameSync(partial, file);
     fsyncPath(dirname(resolve(file)));
-    // Only once the copy is whole on disk: the record is what PointsLedgerBackupTooOld watches.
-    const recorded = hasTable(source, "backup_state");
-    if (recorded) source.transaction(() => backups.recordBackup(source, Date.now())).immediate();
-    return { pages: totalPages, schemaVersion: version, recorded };
+    return { pages: totalPages, schemaVersion: version, notRecorded: recordBackupIn(source) };
   } finally {
     source.close();
     rmSync(partial, { force: true });
@@ -227,13 +243,12 @@ async function backup(argv: string[], config: ConfigSource): Promise<number> {
     return 1;
   }
   const startedMs = performance.now();
-  const { pages, schemaVersion, recorded } = await backupSqlite(sourcePath, file);
+  const { pages, schemaVersion, notRecorded } = await backupSqlite(sourcePath, file);
   const bytes = statSync(file).size;
   const ms = Math.round(performance.now() - startedMs);
   console.log(`backed up ${sourcePath} to ${file}: ${pages} pages, ${bytes} bytes, schema version ${schemaVersion}, in ${ms} ms`);
-  if (recorded) return 0;
-  // A schema from before the record (SQLite migration 23): the copy is good, but nothing watches it.
-  console.error("points-ledger: the backup was not recorded in the database: its schema predates the record; run points-ledger migrate");
+  if (notRecorded === null) return 0;
+  console.error(`points-ledger: the backup is written but was not recorded in the database (${notRecorded})`);
   return 1;
 }
 
