@@ -110,6 +110,7 @@ describe.skipIf(!binaries.prometheus || !binaries.alertmanager)("a firing rule o
   let receiver: Receiver;
   const daemons: Daemon[] = [];
   let prometheusUrl: string;
+  let alertmanagerUrl: string;
   /** When Prometheus answered ready: the alerts' delays are reported from it. */
   let prometheusReadyMs: number;
 
@@ -120,6 +121,7 @@ describe.skipIf(!binaries.prometheus || !binaries.alertmanager)("a firing rule o
     server = await startServerProcess({ DATABASE_URL: sqliteUrl(dir), ADMIN_TOKEN: newAdminToken() });
 
     const alertmanagerPort = await freePort();
+    alertmanagerUrl = `http://127.0.0.1:${alertmanagerPort}`;
     const alertmanagerConfig = join(dir, "alertmanager.yml");
     writeFileSync(alertmanagerConfig, substitute(readDeployFile("alertmanager.yml"), "127.0.0.1:9095", `127.0.0.1:${receiver.port}`));
     mkdirSync(join(dir, "alertmanager-data"));
@@ -205,6 +207,12 @@ describe.skipIf(!binaries.prometheus || !binaries.alertmanager)("a firing rule o
     );
     expect(messages[0]!.receiver).toBe("pager");
     expect(alert.annotations.summary).toBe("0 Patroni nodes are primary (exactly 1 should be)");
+    // A cluster-wide critical alert (no instance) does not mute the cluster-wide warning: the
+    // inhibition is per instance, and a label both lack would otherwise count as equal.
+    const backup = (await (await fetch(`${alertmanagerUrl}/api/v2/alerts?filter=alertname%3D%22PointsLedgerBackupTooOld%22`)).json()) as {
+      status: { state: string; inhibitedBy: string[] };
+    }[];
+    expect(backup.map((each) => each.status)).toEqual([{ state: "active", inhibitedBy: [], silencedBy: [] }]);
   }, 120_000);
 
   it("`points-ledger backup` records a backup, and PointsLedgerBackupTooOld stops firing", async () => {
