@@ -210,7 +210,7 @@ describe.skipIf(!binaries.prometheus || !binaries.alertmanager)("a firing rule o
     // A cluster-wide critical alert (no instance) does not mute the cluster-wide warning: the
     // inhibition is per instance, and a label both lack would otherwise count as equal.
     const backup = (await (await fetch(`${alertmanagerUrl}/api/v2/alerts?filter=alertname%3D%22PointsLedgerBackupTooOld%22`)).json()) as {
-      status: { state: string; inhibitedBy: string[] };
+      status: { state: string; inhibitedBy: string[]; silencedBy: string[] };
     }[];
     expect(backup.map((each) => each.status)).toEqual([{ state: "active", inhibitedBy: [], silencedBy: [] }]);
   }, 120_000);
