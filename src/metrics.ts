@@ -4,6 +4,8 @@ import { OVERDUE_BATCH_SECONDS, OVERDUE_BATCHES_COUNTED_MAX } from "./domain/lim
 import type { LedgerStore } from "./store/store.js";
 import { DATABASE_ERROR_KINDS, databaseHealthCounts, type DatabaseErrorKind } from "./store/database-health.js";
 
+const BACKUP_GAUGE_NAME = "points_backup_last_success_timestamp_seconds";
+
 /** One registry per app, so tests can build several apps in one process. */
 export function createMetrics() {
   const registry = new Registry();
@@ -157,6 +159,13 @@ function databaseMetrics(registry: Registry) {
         setFromTally(this, databaseHealthCounts().discards);
       },
     }),
+    // Registered at the first scrape that reads the database (refreshDatabaseGauges): absent means
+    // not known yet, 0 means no backup was ever recorded (PointsLedgerBackupTooOld fires on both).
+    backupLastSuccessSeconds: new Gauge({
+      name: BACKUP_GAUGE_NAME,
+      help: "when the last backup of the database completed, as recorded by points-ledger backup or backup --record (Unix seconds; 0 when none was ever recorded)",
+      registers: [],
+    }),
     batchesOverdue: new Gauge({
       name: "points_batches_overdue",
       help: `PENDING batches more than ${OVERDUE_BATCH_SECONDS} s past their finalizeAt (the whole database; counted up to ${OVERDUE_BATCHES_COUNTED_MAX})`,
@@ -172,12 +181,13 @@ function setFromTally(counter: Counter<"kind">, tally: ReadonlyMap<DatabaseError
 
 /**
  * Sets the database gauges just before a scrape: whether the database answers and accepts writes
- * (the store's readiness probe) and, when it does, how many batches are overdue and the transparency log's lag. While it does not
- * answer, the overdue count keeps its last value: points_database_up says why it is stale.
+ * (the store's readiness probe) and, when it does, how many batches are overdue, the transparency log's lag and when
+ * the last backup completed. While it does not answer, they keep their last values: points_database_up says why
+ * they are stale.
  */
 export async function refreshDatabaseGauges(
   metrics: Metrics,
-  store: Pick<LedgerStore, "ping" | "countOverdueBatches" | "logStatus">,
+  store: Pick<LedgerStore, "ping" | "countOverdueBatches" | "logStatus" | "lastBackupAtMs">,
   nowMs: number,
 ): Promise<void> {
   try {
@@ -191,6 +201,10 @@ export async function refreshDatabaseGauges(
     metrics.batchesOverdue.set(await store.countOverdueBatches(nowMs - OVERDUE_BATCH_SECONDS * 1000, OVERDUE_BATCHES_COUNTED_MAX));
     const { oldestUnloggedAtMs } = await store.logStatus();
     metrics.logLagSeconds.set(oldestUnloggedAtMs === null ? 0 : Math.max(0, nowMs - oldestUnloggedAtMs) / 1000);
+    const lastBackupAtMs = await store.lastBackupAtMs();
+    metrics.backupLastSuccessSeconds.set(lastBackupAtMs === null ? 0 : lastBackupAtMs / 1000);
+    if (metrics.registry.getSingleMetric(BACKUP_GAUGE_NAME) === undefined)
+      metrics.registry.registerMetric(metrics.backupLastSuccessSeconds);
   } catch {
     // The probe passed and the count failed: a database going away right now; the next scrape says so.
   }

@@ -10,7 +10,7 @@
  * Without promtool the promtool parts are skipped with a message; the rest still runs.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -66,6 +66,19 @@ const EXTERNAL_METRICS: Record<string, string> = {
   probe_success: "blackbox_exporter",
   node_filesystem_avail_bytes: "node_exporter",
   node_filesystem_size_bytes: "node_exporter",
+  patroni_primary: "Patroni",
+  patroni_sync_standby: "Patroni",
+  patroni_replica: "Patroni",
+  patroni_xlog_location: "Patroni",
+  patroni_xlog_replayed_location: "Patroni",
+};
+/**
+ * Metrics the service exports only under a setting this test's server does not have, by that
+ * setting: points_database_replica_lag_seconds is measured only where DATABASE_READ_URL names a
+ * replica (its own tests run one).
+ */
+const SETTING_METRICS: Record<string, string> = {
+  points_database_replica_lag_seconds: "DATABASE_READ_URL",
 };
 /** Labels that Prometheus adds at scrape time (the target's), not the service. */
 const TARGET_LABELS = new Set(["job", "instance"]);
@@ -129,6 +142,7 @@ function selectorProblem(selector: Selector, metricsFrom: string | undefined): s
   const { metric } = selector;
   const exporter = EXTERNAL_METRICS[metric];
   if (!exposition.names.has(metric)) {
+    if (SETTING_METRICS[metric] !== undefined) return null;
     if (exporter === undefined) return `${metric} is not on the service's /metrics, nor a known exporter's`;
     if (metricsFrom !== undefined && !metricsFrom.includes(exporter))
       return `${metric} comes from ${exporter}, which metrics_from does not name`;
@@ -146,9 +160,10 @@ function selectorProblem(selector: Selector, metricsFrom: string | undefined): s
 }
 
 describe("the metrics the rules and the dashboard query", () => {
-  it("finds 16 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
+  it("finds 24 alerting rules in deploy/alerts.yml, each with a severity, a summary, a runbook and where its metrics come from", () => {
     expect(rules.map((rule) => rule.alert).sort()).toEqual(
       [
+        "PointsLedgerBackupTooOld",
         "PointsLedgerBatchesFailingToFinalize",
         "PointsLedgerBatchesOverdue",
         "PointsLedgerDatabaseErrors",
@@ -157,10 +172,15 @@ describe("the metrics the rules and the dashboard query", () => {
         "PointsLedgerDiskSpaceLow",
         "PointsLedgerDown",
         "PointsLedgerFinalizerLagHigh",
+        "PointsLedgerNoPrimary",
         "PointsLedgerNotReady",
+        "PointsLedgerPatroniNoLeader",
+        "PointsLedgerPatroniNoSyncStandby",
+        "PointsLedgerPatroniReplicaLagging",
         "PointsLedgerProjectionLagHigh",
         "PointsLedgerPublisherLagHigh",
         "PointsLedgerRateLimited",
+        "PointsLedgerReplicaLagHigh",
         "PointsLedgerServerErrors",
         "PointsLedgerShedding",
         "PointsLedgerTransparencyLogStalled",
@@ -238,7 +258,7 @@ describe("docs/operations.md", () => {
 // promtool.
 
 describe.skipIf(!promtool)("promtool", () => {
-  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 16 rules", () => {
+  it("`promtool check rules deploy/alerts.yml` accepts the file and finds its 24 rules", () => {
     const result = spawnSync(promtool!, ["check", "rules", RULES_PATH], { encoding: "utf8" });
     expect(result.status, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toContain(`SUCCESS: ${rules.length} rules found`);
@@ -249,13 +269,18 @@ describe.skipIf(!promtool)("promtool", () => {
       const scenario = SCENARIOS[rule.alert];
       if (!scenario) throw new Error(`no scenario for ${rule.alert}: add one to SCENARIOS`);
       const check = (series: Series[], firing: boolean) => ({
-        interval: "1m",
+        interval: scenario.interval ?? "1m",
         input_series: series.map(([name, values]) => ({ series: name, values })),
         promql_expr_test: [
           { expr: `count(${rule.expr})`, eval_time: scenario.evalTime, exp_samples: firing ? [{ labels: "{}", value: 1 }] : [] },
         ],
       });
-      return [check(scenario.failing, true), check(scenario.healthy, false)];
+      return [
+        check(scenario.failing, true),
+        ...(scenario.alsoFailing ?? []).map((series) => check(series, true)),
+        check(scenario.healthy, false),
+        ...(scenario.alsoHealthy ?? []).map((series) => check(series, false)),
+      ];
     });
     // JSON is YAML: promtool reads it as is.
     const path = join(dir, "alerts.test.yml");
@@ -266,12 +291,48 @@ describe.skipIf(!promtool)("promtool", () => {
   });
 });
 
+describe.skipIf(!promtool)("deploy/prometheus.yml", () => {
+  it("`promtool check config` accepts it with deploy/alerts.yml as its rule file; it scrapes every job the rules read and sends to Alertmanager", () => {
+    const config = readDeployFile("prometheus.yml");
+    const path = join(dir, "prometheus.yml");
+    writeFileSync(path, config.replace("\n  - /etc/prometheus/points-ledger.yml\n", `\n  - ${RULES_PATH}\n`));
+    const result = spawnSync(promtool!, ["check", "config", path], { encoding: "utf8" });
+    expect(result.status, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toContain(`SUCCESS: ${rules.length} rules found`);
+    for (const job of ["points-ledger", "points-ledger-readyz", "node", "patroni"]) expect(config).toContain(`- job_name: ${job}\n`);
+    expect(config).toContain('targets: ["127.0.0.1:9093"]');
+  });
+});
+
+/** Debian's Patroni (3.0.2) writes its /metrics in patroni/api.py, do_GET_metrics. */
+const PATRONI_API = "/usr/lib/python3/dist-packages/patroni/api.py";
+const patroniInstalled = existsSync(PATRONI_API);
+if (!patroniInstalled) console.warn(`deploy-alerts: Patroni metric names not checked: ${PATRONI_API} absent (apt-get install -y patroni)`);
+
+describe.skipIf(!patroniInstalled)("the Patroni rules", () => {
+  it("query only metrics the installed Patroni's GET /metrics writes", () => {
+    const written = new Set([...readFileSync(PATRONI_API, "utf8").matchAll(/"(patroni_\w+)\s?\{0\}/g)].map((match) => match[1]!));
+    expect(written.size).toBeGreaterThan(10);
+    const used = Object.keys(EXTERNAL_METRICS).filter((metric) => metric.startsWith("patroni_"));
+    expect(used.filter((metric) => !written.has(metric))).toEqual([]);
+    const queried = rules
+      .flatMap((rule) => selectors(rule.expr).map((selector) => selector.metric))
+      .filter((metric) => metric.startsWith("patroni_"));
+    expect(new Set(queried)).toEqual(new Set(used));
+  });
+});
+
 /** A series and its values in promtool's expanding notation (`0+1x10`: 0, 1, …, 10 one interval apart). */
 type Series = [string, string];
 interface Scenario {
   evalTime: string;
+  /** Between two values of a series (1m unless said): promtool evaluates every rule at each step, so a day of minutes is slow. */
+  interval?: string;
   failing: Series[];
   healthy: Series[];
+  /** Other situations the rule names (another branch of its expression), and other healthy ones. */
+  alsoFailing?: Series[][];
+  alsoHealthy?: Series[][];
 }
 
 const SVC = 'job="points-ledger", instance="a:8080"';
@@ -281,6 +342,17 @@ const LAG_BUCKETS = ["0.05", "0.1", "0.25", "0.5", "1", "2", "5", "10", "60", "6
 /** Ten observations a minute of the lag histogram `name`, each `lagSeconds`. */
 const lagSeries = (name: string, lagSeconds: number): Series[] =>
   LAG_BUCKETS.map((le) => [`${name}_bucket{${SVC}, le="${le}"}`, le === "+Inf" || Number(le) >= lagSeconds ? "0+10x20" : "0x20"]);
+/** A Patroni node's series: `patroni(1, "patroni_primary")`. */
+const patroni = (node: number, metric: string): string =>
+  `${metric}{job="patroni", instance="10.0.0.1${node}:8008", scope="points-ledger"}`;
+/** A three-node Patroni cluster whose leader is `leader` (0: none) and synchronous standby `sync` (0: none), for 10 minutes. */
+const cluster = (leader: number, sync: number): Series[] =>
+  [1, 2, 3].flatMap((node): Series[] => [
+    [patroni(node, "up"), "1x10"],
+    [patroni(node, "patroni_primary"), node === leader ? "1x10" : "0x10"],
+    [patroni(node, "patroni_sync_standby"), node === sync ? "1x10" : "0x10"],
+  ]);
+const DAY_SECONDS = 24 * 3600;
 const deliveries = (perMinute: Record<string, number>): Series[] =>
   Object.entries(perMinute).map(([result, n]) => [`points_webhook_deliveries_total{${SVC}, result="${result}"}`, `0+${n}x60`]);
 
@@ -406,5 +478,96 @@ const SCENARIOS: Record<string, Scenario> = {
     // 1 GB less every minute from 1 TB: empty in under a day.
     failing: [[`node_filesystem_avail_bytes{${NODE}}`, "1000000000000-1000000000x400"]],
     healthy: [[`node_filesystem_avail_bytes{${NODE}}`, "1000000000000x400"]],
+  },
+  PointsLedgerNoPrimary: {
+    evalTime: "5m",
+    // Every instance: the address reaches a standby, or nothing.
+    failing: [
+      [`points_database_up{${SVC}}`, "1 0x10"],
+      [`points_database_up{job="points-ledger", instance="b:8080"}`, "1 0x10"],
+    ],
+    // One instance's own trouble (PointsLedgerDatabaseUnavailable's), and a failover done in 30 s.
+    healthy: [
+      [`points_database_up{${SVC}}`, "1 0x10"],
+      [`points_database_up{job="points-ledger", instance="b:8080"}`, "1x10"],
+    ],
+    alsoHealthy: [[[`points_database_up{${SVC}}`, "1 1 1 0 1x10"]]],
+  },
+  PointsLedgerReplicaLagHigh: {
+    evalTime: "10m",
+    failing: [[`points_database_replica_lag_seconds{${SVC}}`, "0 30x20"]],
+    // A replica that fell behind for a minute (a long query held its replay) and caught up.
+    healthy: [[`points_database_replica_lag_seconds{${SVC}}`, "0 1 12 0.5x16"]],
+  },
+  PointsLedgerBackupTooOld: {
+    // promtool's time() starts at 0: the backups are recorded at promtool times, one value an hour.
+    evalTime: "30h",
+    interval: "1h",
+    // Recorded at 1 h, then no backup again.
+    failing: [
+      [`up{${SVC}}`, "1x30"],
+      [`points_backup_last_success_timestamp_seconds{${SVC}}`, "3600x30"],
+    ],
+    alsoFailing: [
+      // The service answers but reports no backup time (an older version, a database unreadable since the start).
+      [[`up{${SVC}}`, "1x30"]],
+      // A ledger with no backup ever recorded: 0. Evaluated at 30 h, its age is 30 h.
+      [
+        [`up{${SVC}}`, "1x30"],
+        [`points_backup_last_success_timestamp_seconds{${SVC}}`, "0x30"],
+      ],
+    ],
+    // A backup a day: recorded at 1 h and at 25 h.
+    healthy: [
+      [`up{${SVC}}`, "1x30"],
+      [`points_backup_last_success_timestamp_seconds{${SVC}}`, `3600x24 ${3600 + DAY_SECONDS}x6`],
+    ],
+    // The service down: PointsLedgerDown's, not a backup alert.
+    alsoHealthy: [[[`up{${SVC}}`, "0x30"]]],
+  },
+  PointsLedgerPatroniNoLeader: {
+    evalTime: "5m",
+    failing: cluster(0, 0),
+    alsoFailing: [
+      // Every node unreachable: nothing to read patroni_primary from.
+      [1, 2, 3].map((node): Series => [patroni(node, "up"), "0x10"]),
+      // Two nodes claim to be primary.
+      [
+        ...cluster(1, 2).filter(([name]) => !name.startsWith("patroni_primary")),
+        [patroni(1, "patroni_primary"), "1x10"],
+        [patroni(2, "patroni_primary"), "1x10"],
+      ],
+    ],
+    healthy: cluster(1, 2),
+    // A managed database: no Patroni scraped at all.
+    alsoHealthy: [[[`up{${SVC}}`, "1x10"]]],
+  },
+  PointsLedgerPatroniNoSyncStandby: {
+    evalTime: "5m",
+    failing: cluster(1, 0),
+    healthy: cluster(1, 2),
+    // No leader at all is PointsLedgerPatroniNoLeader's.
+    alsoHealthy: [cluster(0, 0)],
+  },
+  PointsLedgerPatroniReplicaLagging: {
+    evalTime: "15m",
+    // The primary writes 100 MB of WAL a minute; node 2 stopped replaying, node 3 keeps up.
+    failing: [
+      [patroni(1, "patroni_replica"), "0x20"],
+      [patroni(1, "patroni_xlog_location"), "0+100000000x20"],
+      [patroni(1, "patroni_xlog_replayed_location"), "0x20"],
+      [patroni(2, "patroni_replica"), "1x20"],
+      [patroni(2, "patroni_xlog_location"), "0x20"],
+      [patroni(2, "patroni_xlog_replayed_location"), "100000000x20"],
+    ],
+    // The primary's own replayed location is 0 (it is not a replica): no alert for it.
+    healthy: [
+      [patroni(1, "patroni_replica"), "0x20"],
+      [patroni(1, "patroni_xlog_location"), "0+100000000x20"],
+      [patroni(1, "patroni_xlog_replayed_location"), "0x20"],
+      [patroni(3, "patroni_replica"), "1x20"],
+      [patroni(3, "patroni_xlog_location"), "0x20"],
+      [patroni(3, "patroni_xlog_replayed_location"), "0+100000000x20"],
+    ],
   },
 };

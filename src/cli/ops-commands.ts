@@ -5,17 +5,22 @@ import type { Config } from "../config.js";
 import { openStore } from "../ledger/open.js";
 import { assertPointTypesConfigured } from "../store/point-types.js";
 import type { MigrationStatus } from "../store/migration-status.js";
+import { backups } from "../store/sqlite/backups.js";
 import { printableDatabaseUrl } from "./startup-errors.js";
 import { UsageError } from "./commands.js";
 
 /**
- * The operator's upkeep commands (docs/operations.md): `migrate [--status]` and `backup <file>`.
+ * The operator's upkeep commands (docs/operations.md): `migrate [--status]`, `backup <file>` and
+ * `backup --record`.
  * They work on DATABASE_URL directly, like `verify`, while the service runs.
  */
 export const OPS_USAGE = `  migrate [--status]                      bring the database schema up to date; --status lists the applied and
                                           pending migrations without applying anything
   backup <file>                           a consistent copy of the live SQLite database in <file> (a new file),
-                                          taken while the service runs; PostgreSQL: use pg_dump (docs/operations.md)`;
+                                          taken while the service runs; its completion is recorded in the live
+                                          database (/metrics). PostgreSQL: use pg_dump (docs/operations.md)
+  backup --record                         records in the database that a backup made by another tool (pg_dump,
+                                          pgBackRest) completed now: /metrics exports the time of the last one`;
 
 /** Milliseconds the backup's read waits for a writer's lock (the service's commits are short). */
 const BACKUP_BUSY_TIMEOUT_MS = 5000;
@@ -29,7 +34,7 @@ const ALL_PAGES = 0x7fffffff;
 
 type ConfigSource = () => Config;
 
-function parse(argv: string[], options: { status?: { type: "boolean" } }) {
+function parse(argv: string[], options: { status?: { type: "boolean" }; record?: { type: "boolean" } }) {
   try {
     return parseArgs({ args: argv, allowPositionals: true, strict: true, options });
   } catch (error) {
@@ -134,14 +139,20 @@ function fsyncPath(path: string): void {
   }
 }
 
+function hasTable(db: import("better-sqlite3").Database, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+}
+
 /**
  * The copy is another copy of the ledger: a new ledger_id (SQLite migration 19), so a service
  * started on it rebuilds the read models' projection file from its own batches rather than use a
  * projection file left beside it by the live ledger, which may count batches the copy lacks
  * (src/store/sqlite/projection-file.ts). A copy older than that migration gets it at its start.
  * Its transparency log begins a new epoch at its first start (new_epoch_due, SQLite migration 21).
+ * Its last backup is itself (backup_state, SQLite migration 23): restored, it tells by its age how
+ * old the restored data is, until the next backup of it.
  */
-function newLedgerCopy(Database: typeof import("better-sqlite3"), path: string): void {
+function newLedgerCopy(Database: typeof import("better-sqlite3"), path: string, copiedAtMs: number): void {
   const copy = new Database(path);
   try {
     const hasId = copy.prepare("SELECT 1 FROM pragma_table_info('projection_state') WHERE name = 'ledger_id'").get() !== undefined;
@@ -150,8 +161,25 @@ function newLedgerCopy(Database: typeof import("better-sqlite3"), path: string):
     // log goes on past it, and a copy that logged new events as the same log would rewrite history.
     const hasEpochs = copy.prepare("SELECT 1 FROM pragma_table_info('log_state') WHERE name = 'new_epoch_due'").get() !== undefined;
     if (hasEpochs) copy.exec("UPDATE log_state SET new_epoch_due = 1");
+    if (hasTable(copy, "backup_state")) copy.transaction(() => backups.recordBackup(copy, copiedAtMs)).immediate();
   } finally {
     copy.close();
+  }
+}
+
+/**
+ * Records the backup just written in the live database, once the copy is whole on disk: the
+ * record is what PointsLedgerBackupTooOld watches. Returns why it could not, or null.
+ */
+function recordBackupIn(source: import("better-sqlite3").Database): string | null {
+  // A schema from before the record (SQLite migration 23): the copy is good, but nothing watches it.
+  if (!hasTable(source, "backup_state")) return "its schema predates the record; run points-ledger migrate";
+  try {
+    source.transaction(() => backups.recordBackup(source, Date.now())).immediate();
+    return null;
+  } catch (error) {
+    // Locked past the busy timeout, or read-only: the copy stands, the next backup records.
+    return error instanceof Error ? error.message : String(error);
   }
 }
 
@@ -159,22 +187,25 @@ function newLedgerCopy(Database: typeof import("better-sqlite3"), path: string):
  * Copies the SQLite database at `sourcePath` into `file`, through a temporary file renamed at
  * the end, so `file` is either the whole consistent copy or absent.
  */
-async function backupSqlite(sourcePath: string, file: string): Promise<{ pages: number; schemaVersion: number }> {
+async function backupSqlite(
+  sourcePath: string,
+  file: string,
+): Promise<{ pages: number; schemaVersion: number; notRecorded: string | null }> {
   const { default: Database } = await import("better-sqlite3");
   // Never created here: a backup of a mistyped path must not make an empty database.
   const source = new Database(sourcePath, { fileMustExist: true });
   const partial = join(dirname(file), `.${basename(file)}.partial-${process.pid}`);
   try {
     source.pragma(`busy_timeout = ${BACKUP_BUSY_TIMEOUT_MS}`);
-    const hasSchema = source.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
-    if (hasSchema === undefined) throw new UsageError(`${sourcePath} is not a points-ledger database (no schema_migrations table)`);
+    if (!hasTable(source, "schema_migrations"))
+      throw new UsageError(`${sourcePath} is not a points-ledger database (no schema_migrations table)`);
     const { version } = source.prepare("SELECT coalesce(max(version), 0) AS version FROM schema_migrations").get() as { version: number };
     const { totalPages } = await source.backup(partial, { progress: () => ALL_PAGES });
-    newLedgerCopy(Database, partial);
+    newLedgerCopy(Database, partial, Date.now());
     fsyncPath(partial);
     renameSync(partial, file);
     fsyncPath(dirname(resolve(file)));
-    return { pages: totalPages, schemaVersion: version };
+    return { pages: totalPages, schemaVersion: version, notRecorded: recordBackupIn(source) };
   } finally {
     source.close();
     rmSync(partial, { force: true });
@@ -182,14 +213,18 @@ async function backupSqlite(sourcePath: string, file: string): Promise<{ pages: 
 }
 
 async function backup(argv: string[], config: ConfigSource): Promise<number> {
-  const { positionals } = parse(argv, {});
+  const { values, positionals } = parse(argv, { record: { type: "boolean" } });
   const [file, extra] = positionals;
+  if (values.record) {
+    if (file !== undefined) throw new UsageError(`backup --record takes no <file> (unexpected ${file})`);
+    return recordExternalBackup(config());
+  }
   if (file === undefined) throw new UsageError("missing <file>");
   if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
   const settings = config();
   if (!settings.databaseUrl.startsWith("sqlite:")) {
     console.error(
-      'points-ledger: backup copies a SQLite database; for PostgreSQL use its own tools: pg_dump --format=custom --file=<file> "$DATABASE_URL" for a logical copy, or base backups with WAL archiving for point-in-time recovery (docs/operations.md)',
+      'points-ledger: backup copies a SQLite database; for PostgreSQL use its own tools: pg_dump --format=custom --file=<file> "$DATABASE_URL" for a logical copy, or base backups with WAL archiving for point-in-time recovery, then points-ledger backup --record (docs/operations.md)',
     );
     return 2;
   }
@@ -208,10 +243,39 @@ async function backup(argv: string[], config: ConfigSource): Promise<number> {
     return 1;
   }
   const startedMs = performance.now();
-  const { pages, schemaVersion } = await backupSqlite(sourcePath, file);
+  const { pages, schemaVersion, notRecorded } = await backupSqlite(sourcePath, file);
   const bytes = statSync(file).size;
   const ms = Math.round(performance.now() - startedMs);
   console.log(`backed up ${sourcePath} to ${file}: ${pages} pages, ${bytes} bytes, schema version ${schemaVersion}, in ${ms} ms`);
+  if (notRecorded === null) return 0;
+  console.error(`points-ledger: the backup is written but was not recorded in the database (${notRecorded})`);
+  return 1;
+}
+
+/**
+ * `backup --record`: an operator's own backup (pg_dump, pgBackRest, a file-system snapshot)
+ * completed just now; run it after that tool succeeded (`pg_dump … && points-ledger backup --record`).
+ * Written into the database the service reads, whose /metrics then exports the time.
+ */
+async function recordExternalBackup(settings: Config): Promise<number> {
+  const where = printableDatabaseUrl(settings.databaseUrl);
+  if (settings.databaseUrl.startsWith("sqlite:") && !existsSync(settings.databaseUrl.slice("sqlite:".length))) {
+    console.error(`points-ledger: there is no SQLite database at ${where}: nothing to record a backup in`);
+    return 1;
+  }
+  const status = await readMigrationStatus(settings);
+  if (status.pending.length > 0 || status.unknown.length > 0) {
+    console.error(`points-ledger: ${statusLines(status, where)[0]}: run points-ledger migrate (the service does at its start) first`);
+    return 1;
+  }
+  const store = await openStore(settings);
+  try {
+    const completedAtMs = Date.now();
+    await store.recordBackup(completedAtMs);
+    console.log(`recorded a backup of ${where} completed at ${dateOf(completedAtMs)}`);
+  } finally {
+    await store.close();
+  }
   return 0;
 }
 

@@ -2,6 +2,7 @@ import type { LedgerFlows, LedgerStore } from "../store.js";
 import * as accounts from "./accounts.js";
 import * as apiKeys from "./api-keys.js";
 import * as auth from "./auth.js";
+import { backupOperations } from "./backups.js";
 import * as batches from "./batches.js";
 import * as credits from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
@@ -66,5 +67,6 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     ...snapshotOperations(pool, run),
     ...historyOperations(pool, run),
     projectionState: () => run(() => projectionState(pool)),
+    ...backupOperations(pool, run),
   };
 }

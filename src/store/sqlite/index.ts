@@ -2,6 +2,7 @@ import type { LedgerFlows, LedgerStore } from "../store.js";
 import { accounts } from "./accounts.js";
 import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
+import { backupOperations } from "./backups.js";
 import { batches } from "./batches.js";
 import { credits } from "./credits.js";
 import { listEvents, purgeEvents, takeAppendedEvents } from "./events.js";
@@ -179,6 +180,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
     ...snapshotOperations(options.path, () => (options.path === ":memory:" ? projectionConnection() : db)),
     ...historyOperations(projectionConnection),
     projectionState: async () => projectionState(projectionConnection()),
+    ...backupOperations(() => db),
   };
   const guarded = guardOperations(
     store,

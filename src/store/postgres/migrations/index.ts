@@ -566,4 +566,11 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    // When the last backup completed (store/postgres/backups.ts): backup --record writes it after
+    // an operator's pg_dump or pgBackRest run; /metrics exports it for PointsLedgerBackupTooOld.
+    version: 20,
+    name: "backup_state",
+    sql: `CREATE TABLE backup_state (id INTEGER PRIMARY KEY CHECK (id = 1), last_success_at_ms BIGINT NOT NULL);`,
+  },
 ];

@@ -702,4 +702,11 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    // When the last backup completed (store/sqlite/backups.ts): backup writes it after its copy,
+    // backup --record after another tool's; /metrics exports it for PointsLedgerBackupTooOld.
+    version: 23,
+    name: "backup_state",
+    sql: `CREATE TABLE backup_state (id INTEGER PRIMARY KEY CHECK (id = 1), last_success_at_ms INTEGER NOT NULL);`,
+  },
 ];
