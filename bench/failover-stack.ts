@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chownSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -62,9 +62,10 @@ export interface Stack {
   kill(node: StackNode): number;
   /** Starts the node's Patroni again (it rejoins as a standby, rewound if need be). */
   start(node: StackNode): void;
-  /** The node's log lines, with their time (epoch ms, the machine's local time zone). */
+  /** The node's log lines (Patroni's and its PostgreSQL's), with their time (epoch ms). */
   logLines(node: StackNode): { atMs: number; text: string }[];
-  stop(): Promise<void>;
+  /** Stops everything and deletes the folder; with `keepLogsIn`, copies the nodes' logs there first. */
+  stop(keepLogsIn?: string): Promise<void>;
 }
 
 function childPid(parent: number): number | null {
@@ -102,6 +103,16 @@ async function clusterAt(restPort: number): Promise<Member[] | undefined> {
 
 /** "2026-12-06 08:23:03,123 INFO: …" (Patroni's default format, local time). */
 const PATRONI_LINE = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d),(\d{3}) (.*)$/;
+/** "2026-12-06 08:23:03.123 UTC [123] LOG:  …" (PostgreSQL's default log_line_prefix, '%m [%p] '). */
+const POSTGRES_LINE = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)\.(\d{3}) UTC (.*)$/;
+
+function timedLine(line: string): { atMs: number; text: string }[] {
+  const patroni = PATRONI_LINE.exec(line);
+  if (patroni) return [{ atMs: new Date(`${patroni[1]}T${patroni[2]}.${patroni[3]}`).getTime(), text: patroni[4]! }];
+  const postgres = POSTGRES_LINE.exec(line);
+  if (postgres) return [{ atMs: Date.parse(`${postgres[1]}T${postgres[2]}.${postgres[3]}Z`), text: postgres[4]! }];
+  return [];
+}
 
 export async function startStack(tools: StackTools, deployDir: string): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), "pl-patroni-"));
@@ -222,14 +233,9 @@ export async function startStack(tools: StackTools, deployDir: string): Promise<
     start,
     logLines: (node) => {
       if (!existsSync(node.logFile)) return [];
-      return readFileSync(node.logFile, "utf8")
-        .split("\n")
-        .flatMap((line) => {
-          const match = PATRONI_LINE.exec(line);
-          return match ? [{ atMs: new Date(`${match[1]}T${match[2]}.${match[3]}`).getTime(), text: match[4]! }] : [];
-        });
+      return readFileSync(node.logFile, "utf8").split("\n").flatMap(timedLine);
     },
-    stop: async () => {
+    stop: async (keepLogsIn) => {
       for (const runner of runners.values()) killQuietly(runner.pid === undefined ? null : childPid(runner.pid), "SIGTERM");
       await sleep(3000);
       for (const node of nodes) {
@@ -238,6 +244,11 @@ export async function startStack(tools: StackTools, deployDir: string): Promise<
         killQuietly(postmasterPid(node.dataDir), "SIGKILL");
       }
       for (const child of [...processes, ...runners.values()]) child.kill("SIGKILL");
+      if (keepLogsIn !== undefined) {
+        for (const node of nodes.filter((candidate) => existsSync(candidate.logFile))) {
+          copyFileSync(node.logFile, join(keepLogsIn, `${node.name}.log`));
+        }
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

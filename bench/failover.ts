@@ -1,0 +1,247 @@
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { loadConfig } from "../src/config.js";
+import { newOperator, registerAndCredit, signIn } from "./client.js";
+import { startWrites, startWatcher, type WriteRecord } from "./failover-load.js";
+import { createDatabase, findStackTools, queryStack, startStack, type Stack } from "./failover-stack.js";
+import { fromLogs, probeFailover, resumed } from "./failover-timeline.js";
+import { buildTransfers, encodeBodies } from "./payload.js";
+import { CLI_PATH, freePort, startChild } from "./server-process.js";
+import { pollUntil, quantile, round, sleep } from "./stats.js";
+
+/**
+ * `npm run bench:failover` (issue 38): deploy/patroni/ on this machine (bench/failover-stack.ts),
+ * the service on HAProxy's write port under load shaped like the bench's mixed phase
+ * (failover-load.ts), and the leader's Patroni and PostgreSQL killed together with SIGKILL
+ * --kills times in a row, the killed node started again (it rejoins as a standby) between kills.
+ * Per kill: where the time to the first 200 went (failover-timeline.ts), the answers by status,
+ * and the background work moving again. At the end: every acknowledged batch on the last primary,
+ * none finalized twice (two batch.finalized events), every batch finalized, `verify`. Prints one
+ * JSON line; the nodes' and the service's logs stay in --out. Needs root, patroni, etcd, haproxy.
+ */
+
+const USAGE = `usage: npm run bench:failover -- [--kills N] [--rate N] [--transfers N] [--settle SECONDS] [--out DIR]
+  --kills N         leaders killed one after the other (default 3)
+  --rate N          batches PUT per second, due after the minimum delay (default 10)
+  --transfers N     transfers per batch (default 200)
+  --settle SECONDS  steady load before each kill (default 15)
+  --out DIR         where the logs are kept (default a new folder under the system's temporary one)`;
+
+/** deploy/patroni/patroni.yml's bootstrap.dcs.ttl: the leader key lives this long after its last renewal. */
+const PATRONI_TTL_SECONDS = 20;
+const POINT_TYPE = loadConfig({}).pointTypes[0]!;
+const STACK_READY_MS = 180_000;
+/** Bound on the failover itself: far past ttl + loop_wait + the standby's re-attach. */
+const FAILOVER_DEADLINE_MS = 90_000;
+/** What is measured after writes resume: the background work within 10 s, the finalization rate over 10 s. */
+const AFTER_RESUME_MS = 15_000;
+const DRAIN_DEADLINE_MS = 120_000;
+const MAX_IN_FLIGHT = 32;
+const BODIES = 16;
+
+const log = (message: string) => process.stderr.write(`bench:failover: ${message}\n`);
+
+function repoRoot(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, "deploy", "patroni", "patroni.yml"))) return dir;
+  }
+  throw new Error("deploy/patroni/patroni.yml not found above this script");
+}
+
+function options() {
+  const { values } = parseArgs({
+    options: {
+      kills: { type: "string" },
+      rate: { type: "string" },
+      transfers: { type: "string" },
+      settle: { type: "string" },
+      out: { type: "string" },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const positive = (name: string, value: string | undefined, fallback: number) => {
+    const parsed = value === undefined ? fallback : Number(value);
+    if (!Number.isFinite(parsed) || parsed <= 0) throw new Error(`--${name} must be a positive number\n${USAGE}`);
+    return parsed;
+  };
+  return {
+    kills: positive("kills", values.kills, 3),
+    rate: positive("rate", values.rate, 10),
+    transfers: positive("transfers", values.transfers, 200),
+    settleMs: positive("settle", values.settle, 15) * 1000,
+    out: values.out ?? mkdtempSync(join(tmpdir(), "pl-bench-failover-")),
+  };
+}
+
+function cli(args: string[], env: Record<string, string>): void {
+  const result = spawnSync(process.execPath, [CLI_PATH, ...args], {
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    timeout: STACK_READY_MS,
+  });
+  if (result.status !== 0) throw new Error(`points-ledger ${args.join(" ")} exited ${result.status}: ${result.stdout}\n${result.stderr}`);
+}
+
+function countStatuses(records: WriteRecord[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const record of records) counts[record.status] = (counts[record.status] ?? 0) + 1;
+  return counts;
+}
+
+async function main(): Promise<void> {
+  const opts = options();
+  const tools = findStackTools();
+  const reason = Array.isArray(tools)
+    ? `${tools.join(", ")} not installed (apt-get install -y patroni etcd-server haproxy postgresql-15)`
+    : process.getuid?.() !== 0
+      ? "it runs PostgreSQL as the postgres user through runuser, which needs root"
+      : null;
+  if (reason !== null || Array.isArray(tools)) {
+    log(`skipped: ${reason}`);
+    process.stdout.write(`${JSON.stringify({ skipped: true, reason })}\n`);
+    return;
+  }
+  log(`logs in ${opts.out}`);
+  const stack = await startStack(tools, join(repoRoot(), "deploy"));
+  try {
+    await run(stack, opts);
+  } finally {
+    await stack.stop(opts.out);
+  }
+}
+
+async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void> {
+  await stack.waitHealthy(STACK_READY_MS);
+  await createDatabase(stack, "points_ledger", STACK_READY_MS);
+  const databaseUrl = stack.url("points_ledger");
+  cli(["migrate"], { DATABASE_URL: databaseUrl });
+  const adminToken = randomBytes(24).toString("hex");
+  const port = await freePort();
+  const serverLog = join(opts.out, "server.log");
+  const service = await startChild({
+    name: "failover",
+    script: CLI_PATH,
+    args: ["serve"],
+    env: { DATABASE_URL: databaseUrl, ADMIN_TOKEN: adminToken, MINIMUM_FINALIZE_SECONDS: "1", PORT: String(port), HOST: "127.0.0.1" },
+    port,
+    readyPath: "/readyz",
+  });
+  try {
+    const operator = newOperator();
+    await registerAndCredit(service.url, adminToken, operator, POINT_TYPE, "1000000000000000");
+    const token = await signIn(service.url, operator);
+    const spec = { seed: 20240601, bodies: BODIES, transfersPerBatch: opts.transfers, pointType: POINT_TYPE };
+    const bodies = encodeBodies(spec, buildTransfers(spec), 1);
+    const target = { url: service.url, token, contract: operator.contract };
+    const watcher = startWatcher({ ...target, pointType: POINT_TYPE });
+    const writes = startWrites({ ...target, bodies, ratePerSec: opts.rate, maxInFlight: MAX_IN_FLIGHT, prefix: `fo-${Date.now()}` });
+    log(`${opts.rate} batches/s of ${opts.transfers} transfers, due after 1 s`);
+    const kills = [];
+    for (let kill = 1; kill <= opts.kills; kill++) {
+      await stack.waitHealthy(STACK_READY_MS);
+      await sleep(opts.settleMs);
+      const leaderName = (await stack.members())!.find((member) => member.role === "leader")!.name;
+      const leader = stack.nodes.find((node) => node.name === leaderName)!;
+      const killedAtMs = stack.kill(leader);
+      log(`kill ${kill}: SIGKILL of ${leaderName}'s Patroni and PostgreSQL`);
+      const probed = await probeFailover(stack, leader, killedAtMs, killedAtMs + FAILOVER_DEADLINE_MS);
+      await pollUntil(
+        "writes succeeding again",
+        async () => (writes.records.some((record) => record.sentMs >= killedAtMs && record.status === 200) ? true : undefined),
+        100,
+        killedAtMs + FAILOVER_DEADLINE_MS,
+      );
+      await sleep(AFTER_RESUME_MS);
+      const windowRecords = writes.records.filter((record) => record.sentMs >= killedAtMs - opts.settleMs);
+      const figures = {
+        kill,
+        killed: leaderName,
+        ...probed,
+        logs: fromLogs(stack, leader, probed.newLeader, killedAtMs, PATRONI_TTL_SECONDS),
+        ...resumed(writes.records, watcher.samples, killedAtMs),
+        answers: countStatuses(windowRecords),
+        putP99MsBeforeKill: round(
+          quantile(
+            windowRecords.filter((record) => record.sentMs < killedAtMs && record.status === 200).map((r) => r.answeredMs - r.sentMs),
+            0.99,
+          ),
+        ),
+      };
+      log(JSON.stringify(figures));
+      kills.push(figures);
+      stack.start(leader);
+    }
+    await stack.waitHealthy(STACK_READY_MS);
+    await writes.stop();
+    await watcher.stop();
+    const acknowledged = writes.records.filter((record) => record.status === 200);
+    const unexpected = writes.records.filter((record) => record.status !== 200 && !(record.status === 503 && record.retryAfter !== null));
+    log(`load stopped: ${acknowledged.length} acknowledged; checking the last primary`);
+    const stored = await pollUntil(
+      "every acknowledged batch finalized",
+      async () => {
+        const rows = await queryStack<{ batch_id: string; status: string }>(
+          stack,
+          "points_ledger",
+          "SELECT batch_id, status FROM batches WHERE lower(contract) = lower($1)",
+          [operator.contract],
+        ).catch(() => undefined);
+        return rows !== undefined && rows.every((row) => row.status === "FINALIZED") ? rows : undefined;
+      },
+      1000,
+      Date.now() + DRAIN_DEADLINE_MS,
+    );
+    const storedIds = new Set(stored.map((row) => row.batch_id));
+    const twice = await queryStack<{ batch_id: string; finalized: string }>(
+      stack,
+      "points_ledger",
+      `SELECT data->'batch'->>'id' AS batch_id, count(*) AS finalized FROM events
+       WHERE type = 'batch.finalized' AND lower(stream) = lower($1) GROUP BY 1 HAVING count(*) > 1`,
+      [operator.contract],
+    );
+    const finalizedEvents = await queryStack<{ count: string }>(
+      stack,
+      "points_ledger",
+      "SELECT count(*) AS count FROM events WHERE type = 'batch.finalized' AND lower(stream) = lower($1)",
+      [operator.contract],
+    );
+    cli(["verify"], { DATABASE_URL: databaseUrl });
+    const summary = {
+      settings: { ...opts, ttl: PATRONI_TTL_SECONDS, loopWait: 5, retryTimeout: 5, haproxyCheckMs: 1000 },
+      kills,
+      totals: {
+        requests: writes.records.length,
+        answers: countStatuses(writes.records),
+        acknowledged: acknowledged.length,
+        acknowledgedLost: acknowledged.filter((record) => !storedIds.has(record.batchId)).length,
+        storedNotAcknowledged: stored.length - acknowledged.filter((record) => storedIds.has(record.batchId)).length,
+        finalizedTwice: twice.length,
+        finalizedEvents: Number(finalizedEvents[0]!.count),
+        storedBatches: stored.length,
+        answers500: writes.records.filter((record) => record.status >= 500 && record.status !== 503).length,
+        unexpected: unexpected.slice(0, 5).map((record) => `${record.status} ${record.body}`),
+        watcherReads: watcher.statuses,
+        verify: "ok",
+      },
+    };
+    writeFileSync(join(opts.out, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+  } finally {
+    writeFileSync(serverLog, service.output());
+    await service.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  log(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.exitCode = 1;
+});
