@@ -114,7 +114,11 @@ function timedLine(line: string): { atMs: number; text: string }[] {
   return [];
 }
 
-export async function startStack(tools: StackTools, deployDir: string): Promise<Stack> {
+/**
+ * `parameters`: PostgreSQL settings added to patroni.yml's bootstrap.dcs.postgresql.parameters
+ * (for measuring one against the file as shipped; none by default).
+ */
+export async function startStack(tools: StackTools, deployDir: string, parameters: Record<string, string> = {}): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), "pl-patroni-"));
   const uid = Number(spawnSync("id", ["-u", "postgres"], { encoding: "utf8" }).stdout);
   const gid = Number(spawnSync("id", ["-g", "postgres"], { encoding: "utf8" }).stdout);
@@ -136,10 +140,14 @@ export async function startStack(tools: StackTools, deployDir: string): Promise<
       { stdio: "ignore" },
     ),
   );
-  const config = readFileSync(join(deployDir, "patroni", "patroni.yml"), "utf8").replace(
-    "hosts: 127.0.0.1:2379",
-    `hosts: 127.0.0.1:${etcdPort}`,
-  );
+  const shipped = readFileSync(join(deployDir, "patroni", "patroni.yml"), "utf8");
+  const added = Object.entries(parameters).map(([name, value]) => `\n        ${name}: ${JSON.stringify(value)}`);
+  const config = shipped
+    .replace("hosts: 127.0.0.1:2379", `hosts: 127.0.0.1:${etcdPort}`)
+    .replace(/^( +max_standby_streaming_delay: .*)$/m, (line) => line + added.join(""));
+  if (added.length > 0 && config === shipped.replace("hosts: 127.0.0.1:2379", `hosts: 127.0.0.1:${etcdPort}`)) {
+    throw new Error("patroni.yml has no max_standby_streaming_delay line to add parameters after");
+  }
   writeFileSync(join(dir, "patroni.yml"), config);
 
   const nodes: StackNode[] = [];

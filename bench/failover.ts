@@ -30,7 +30,8 @@ const USAGE = `usage: npm run bench:failover -- [--kills N] [--rate N] [--transf
   --rate N          batches PUT per second, due after the minimum delay (default 10)
   --transfers N     transfers per batch (default 200)
   --settle SECONDS  steady load before each kill (default 15)
-  --out DIR         where the logs are kept (default a new folder under the system's temporary one)`;
+  --out DIR         where the logs are kept (default a new folder under the system's temporary one)
+  --pg NAME=VALUE   a PostgreSQL setting added to patroni.yml's (repeatable), to measure it against the file as shipped`;
 
 /** deploy/patroni/patroni.yml's bootstrap.dcs.ttl: the leader key lives this long after its last renewal. */
 const PATRONI_TTL_SECONDS = 20;
@@ -40,7 +41,10 @@ const STACK_READY_MS = 180_000;
 const FAILOVER_DEADLINE_MS = 90_000;
 /** What is measured after writes resume: the background work within 10 s, the finalization rate over 10 s. */
 const AFTER_RESUME_MS = 15_000;
+/** How much longer the bench waits for `through` and the checkpoint to move, past that window. */
+const LATE_RESUME_MS = 60_000;
 const DRAIN_DEADLINE_MS = 120_000;
+const VERIFY_TIMEOUT_MS = 600_000;
 const MAX_IN_FLIGHT = 32;
 const BODIES = 16;
 
@@ -61,6 +65,7 @@ function options() {
       transfers: { type: "string" },
       settle: { type: "string" },
       out: { type: "string" },
+      pg: { type: "string", multiple: true },
       help: { type: "boolean" },
     },
   });
@@ -79,6 +84,13 @@ function options() {
     transfers: positive("transfers", values.transfers, 200),
     settleMs: positive("settle", values.settle, 15) * 1000,
     out: values.out ?? mkdtempSync(join(tmpdir(), "pl-bench-failover-")),
+    pg: Object.fromEntries(
+      (values.pg ?? []).map((pair) => {
+        const at = pair.indexOf("=");
+        if (at <= 0) throw new Error(`--pg takes NAME=VALUE, not ${pair}\n${USAGE}`);
+        return [pair.slice(0, at), pair.slice(at + 1)];
+      }),
+    ),
   };
 }
 
@@ -111,7 +123,7 @@ async function main(): Promise<void> {
     return;
   }
   log(`logs in ${opts.out}`);
-  const stack = await startStack(tools, join(repoRoot(), "deploy"));
+  const stack = await startStack(tools, join(repoRoot(), "deploy"), opts.pg);
   try {
     await run(stack, opts);
   } finally {
@@ -123,6 +135,10 @@ async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void
   await stack.waitHealthy(STACK_READY_MS);
   await createDatabase(stack, "points_ledger", STACK_READY_MS);
   const databaseUrl = stack.url("points_ledger");
+  for (const name of Object.keys(opts.pg)) {
+    const [row] = await queryStack<{ value: string }>(stack, "postgres", `SELECT current_setting($1) AS value`, [name]);
+    log(`${name} = ${row!.value} on the leader`);
+  }
   cli(["migrate"], { DATABASE_URL: databaseUrl });
   const adminToken = randomBytes(24).toString("hex");
   const port = await freePort();
@@ -131,7 +147,14 @@ async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void
     name: "failover",
     script: CLI_PATH,
     args: ["serve"],
-    env: { DATABASE_URL: databaseUrl, ADMIN_TOKEN: adminToken, MINIMUM_FINALIZE_SECONDS: "1", PORT: String(port), HOST: "127.0.0.1" },
+    env: {
+      DATABASE_URL: databaseUrl,
+      ADMIN_TOKEN: adminToken,
+      MINIMUM_FINALIZE_SECONDS: "1",
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+    },
     port,
     readyPath: "/readyz",
   });
@@ -161,6 +184,16 @@ async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void
         killedAtMs + FAILOVER_DEADLINE_MS,
       );
       await sleep(AFTER_RESUME_MS);
+      // Past that window, wait (bounded) for `through` and the checkpoint to move, so a late one has a figure too.
+      await pollUntil(
+        "the projection's through past the kill and a larger checkpoint",
+        async () => {
+          const moved = resumed(writes.records, watcher.samples, killedAtMs);
+          return moved.throughPastKillAfterMs !== null && moved.checkpointGrewAfterMs !== null ? true : undefined;
+        },
+        250,
+        Date.now() + LATE_RESUME_MS,
+      ).catch(() => log(`kill ${kill}: the projection or the log did not move within ${LATE_RESUME_MS} ms more`));
       const windowRecords = writes.records.filter((record) => record.sentMs >= killedAtMs - opts.settleMs);
       const figures = {
         kill,
@@ -214,7 +247,8 @@ async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void
       "SELECT count(*) AS count FROM events WHERE type = 'batch.finalized' AND lower(stream) = lower($1)",
       [operator.contract],
     );
-    cli(["verify"], { DATABASE_URL: databaseUrl });
+    // verify reads every transfer: more than the default statement timeout allows at millions of them on a busy machine.
+    cli(["verify"], { DATABASE_URL: databaseUrl, PG_STATEMENT_TIMEOUT_MS: String(VERIFY_TIMEOUT_MS) });
     const summary = {
       settings: { ...opts, ttl: PATRONI_TTL_SECONDS, loopWait: 5, retryTimeout: 5, haproxyCheckMs: 1000 },
       kills,
