@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../src/config.js";
 import { newOperator, registerAndCredit, signIn } from "./client.js";
-import { startWrites, startWatcher, type WriteRecord } from "./failover-load.js";
+import { startWrites, startWatcher, type Watcher, type WriteRecord, type Writes } from "./failover-load.js";
 import { createDatabase, findStackTools, queryStack, startStack, type Stack } from "./failover-stack.js";
 import { fromLogs, probeFailover, resumed } from "./failover-timeline.js";
 import { buildTransfers, encodeBodies } from "./payload.js";
@@ -36,6 +36,7 @@ const USAGE = `usage: npm run bench:failover -- [--kills N] [--rate N] [--transf
 /** deploy/patroni/patroni.yml's bootstrap.dcs.ttl: the leader key lives this long after its last renewal. */
 const PATRONI_TTL_SECONDS = 20;
 const POINT_TYPE = loadConfig({}).pointTypes[0]!;
+const DATABASE = "points_ledger";
 const STACK_READY_MS = 180_000;
 /** Bound on the failover itself: far past ttl + loop_wait + the standby's re-attach. */
 const FAILOVER_DEADLINE_MS = 90_000;
@@ -98,7 +99,7 @@ function cli(args: string[], env: Record<string, string>): void {
   const result = spawnSync(process.execPath, [CLI_PATH, ...args], {
     env: { ...process.env, ...env },
     encoding: "utf8",
-    timeout: STACK_READY_MS,
+    timeout: VERIFY_TIMEOUT_MS,
   });
   if (result.status !== 0) throw new Error(`points-ledger ${args.join(" ")} exited ${result.status}: ${result.stdout}\n${result.stderr}`);
 }
@@ -131,10 +132,12 @@ async function main(): Promise<void> {
   }
 }
 
-async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void> {
+type Options = ReturnType<typeof options>;
+
+async function run(stack: Stack, opts: Options): Promise<void> {
   await stack.waitHealthy(STACK_READY_MS);
-  await createDatabase(stack, "points_ledger", STACK_READY_MS);
-  const databaseUrl = stack.url("points_ledger");
+  await createDatabase(stack, DATABASE, STACK_READY_MS);
+  const databaseUrl = stack.url(DATABASE);
   for (const name of Object.keys(opts.pg)) {
     const [row] = await queryStack<{ value: string }>(stack, "postgres", `SELECT current_setting($1) AS value`, [name]);
     log(`${name} = ${row!.value} on the leader`);
@@ -142,7 +145,6 @@ async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void
   cli(["migrate"], { DATABASE_URL: databaseUrl });
   const adminToken = randomBytes(24).toString("hex");
   const port = await freePort();
-  const serverLog = join(opts.out, "server.log");
   const service = await startChild({
     name: "failover",
     script: CLI_PATH,
@@ -169,110 +171,113 @@ async function run(stack: Stack, opts: ReturnType<typeof options>): Promise<void
     const writes = startWrites({ ...target, bodies, ratePerSec: opts.rate, maxInFlight: MAX_IN_FLIGHT, prefix: `fo-${Date.now()}` });
     log(`${opts.rate} batches/s of ${opts.transfers} transfers, due after 1 s`);
     const kills = [];
-    for (let kill = 1; kill <= opts.kills; kill++) {
-      await stack.waitHealthy(STACK_READY_MS);
-      await sleep(opts.settleMs);
-      const leaderName = (await stack.members())!.find((member) => member.role === "leader")!.name;
-      const leader = stack.nodes.find((node) => node.name === leaderName)!;
-      const killedAtMs = stack.kill(leader);
-      log(`kill ${kill}: SIGKILL of ${leaderName}'s Patroni and PostgreSQL`);
-      const probed = await probeFailover(stack, leader, killedAtMs, killedAtMs + FAILOVER_DEADLINE_MS);
-      await pollUntil(
-        "writes succeeding again",
-        async () => (writes.records.some((record) => record.sentMs >= killedAtMs && record.status === 200) ? true : undefined),
-        100,
-        killedAtMs + FAILOVER_DEADLINE_MS,
-      );
-      await sleep(AFTER_RESUME_MS);
-      // Past that window, wait (bounded) for `through` and the checkpoint to move, so a late one has a figure too.
-      await pollUntil(
-        "the projection's through past the kill and a larger checkpoint",
-        async () => {
-          const moved = resumed(writes.records, watcher.samples, killedAtMs);
-          return moved.throughPastKillAfterMs !== null && moved.checkpointGrewAfterMs !== null ? true : undefined;
-        },
-        250,
-        Date.now() + LATE_RESUME_MS,
-      ).catch(() => log(`kill ${kill}: the projection or the log did not move within ${LATE_RESUME_MS} ms more`));
-      const windowRecords = writes.records.filter((record) => record.sentMs >= killedAtMs - opts.settleMs);
-      const figures = {
-        kill,
-        killed: leaderName,
-        ...probed,
-        logs: fromLogs(stack, leader, probed.newLeader, killedAtMs, PATRONI_TTL_SECONDS),
-        ...resumed(writes.records, watcher.samples, killedAtMs),
-        answers: countStatuses(windowRecords),
-        putP99MsBeforeKill: round(
-          quantile(
-            windowRecords.filter((record) => record.sentMs < killedAtMs && record.status === 200).map((r) => r.answeredMs - r.sentMs),
-            0.99,
-          ),
-        ),
-      };
-      log(JSON.stringify(figures));
-      kills.push(figures);
-      stack.start(leader);
-    }
+    for (let kill = 1; kill <= opts.kills; kill++) kills.push(await killLeader(stack, writes, watcher, kill, opts));
     await stack.waitHealthy(STACK_READY_MS);
     await writes.stop();
     await watcher.stop();
-    const acknowledged = writes.records.filter((record) => record.status === 200);
-    const unexpected = writes.records.filter((record) => record.status !== 200 && !(record.status === 503 && record.retryAfter !== null));
-    log(`load stopped: ${acknowledged.length} acknowledged; checking the last primary`);
-    const stored = await pollUntil(
-      "every acknowledged batch finalized",
-      async () => {
-        const rows = await queryStack<{ batch_id: string; status: string }>(
-          stack,
-          "points_ledger",
-          "SELECT batch_id, status FROM batches WHERE lower(contract) = lower($1)",
-          [operator.contract],
-        ).catch(() => undefined);
-        return rows !== undefined && rows.every((row) => row.status === "FINALIZED") ? rows : undefined;
-      },
-      1000,
-      Date.now() + DRAIN_DEADLINE_MS,
-    );
-    const storedIds = new Set(stored.map((row) => row.batch_id));
-    const twice = await queryStack<{ batch_id: string; finalized: string }>(
-      stack,
-      "points_ledger",
-      `SELECT data->'batch'->>'id' AS batch_id, count(*) AS finalized FROM events
-       WHERE type = 'batch.finalized' AND lower(stream) = lower($1) GROUP BY 1 HAVING count(*) > 1`,
-      [operator.contract],
-    );
-    const finalizedEvents = await queryStack<{ count: string }>(
-      stack,
-      "points_ledger",
-      "SELECT count(*) AS count FROM events WHERE type = 'batch.finalized' AND lower(stream) = lower($1)",
-      [operator.contract],
-    );
-    // verify reads every transfer: more than the default statement timeout allows at millions of them on a busy machine.
-    cli(["verify"], { DATABASE_URL: databaseUrl, PG_STATEMENT_TIMEOUT_MS: String(VERIFY_TIMEOUT_MS) });
-    const summary = {
-      settings: { ...opts, ttl: PATRONI_TTL_SECONDS, loopWait: 5, retryTimeout: 5, haproxyCheckMs: 1000 },
-      kills,
-      totals: {
-        requests: writes.records.length,
-        answers: countStatuses(writes.records),
-        acknowledged: acknowledged.length,
-        acknowledgedLost: acknowledged.filter((record) => !storedIds.has(record.batchId)).length,
-        storedNotAcknowledged: stored.length - acknowledged.filter((record) => storedIds.has(record.batchId)).length,
-        finalizedTwice: twice.length,
-        finalizedEvents: Number(finalizedEvents[0]!.count),
-        storedBatches: stored.length,
-        answers500: writes.records.filter((record) => record.status >= 500 && record.status !== 503).length,
-        unexpected: unexpected.slice(0, 5).map((record) => `${record.status} ${record.body}`),
-        watcherReads: watcher.statuses,
-        verify: "ok",
-      },
-    };
+    const totals = { ...(await checkLastPrimary(stack, operator.contract, writes.records)), watcherReads: watcher.statuses };
+    const summary = { settings: { ...opts, ttl: PATRONI_TTL_SECONDS, loopWait: 5, retryTimeout: 5, haproxyCheckMs: 1000 }, kills, totals };
     writeFileSync(join(opts.out, "summary.json"), `${JSON.stringify(summary, null, 2)}\n`);
     process.stdout.write(`${JSON.stringify(summary)}\n`);
+    if (totals.acknowledgedLost > 0 || totals.finalizedTwice > 0 || totals.unexpected.length > 0) process.exitCode = 1;
   } finally {
-    writeFileSync(serverLog, service.output());
+    writeFileSync(join(opts.out, "server.log"), service.output());
     await service.stop();
   }
+}
+
+/** One kill of the leader after the settle time, measured (failover-timeline.ts); the killed node is started again at the end. */
+async function killLeader(stack: Stack, writes: Writes, watcher: Watcher, kill: number, opts: Options) {
+  await stack.waitHealthy(STACK_READY_MS);
+  await sleep(opts.settleMs);
+  const leaderName = (await stack.members())!.find((member) => member.role === "leader")!.name;
+  const leader = stack.nodes.find((node) => node.name === leaderName)!;
+  const killedAtMs = stack.kill(leader);
+  log(`kill ${kill}: SIGKILL of ${leaderName}'s Patroni and PostgreSQL`);
+  const probed = await probeFailover(stack, leader, killedAtMs, killedAtMs + FAILOVER_DEADLINE_MS);
+  await pollUntil(
+    "writes succeeding again",
+    async () => (writes.records.some((record) => record.sentMs >= killedAtMs && record.status === 200) ? true : undefined),
+    100,
+    killedAtMs + FAILOVER_DEADLINE_MS,
+  );
+  await sleep(AFTER_RESUME_MS);
+  // Past that window, wait (bounded) for `through` and the checkpoint to move, so a late one has a figure too.
+  await pollUntil(
+    "the projection's through past the kill and a larger checkpoint",
+    async () => {
+      const moved = resumed(writes.records, watcher.samples, killedAtMs);
+      return moved.throughPastKillAfterMs !== null && moved.checkpointGrewAfterMs !== null ? true : undefined;
+    },
+    250,
+    Date.now() + LATE_RESUME_MS,
+  ).catch(() => log(`kill ${kill}: the projection or the log did not move within ${LATE_RESUME_MS} ms more`));
+  const windowRecords = writes.records.filter((record) => record.sentMs >= killedAtMs - opts.settleMs);
+  const beforeKillMs = windowRecords
+    .filter((record) => record.sentMs < killedAtMs && record.status === 200)
+    .map((record) => record.answeredMs - record.sentMs);
+  const figures = {
+    kill,
+    killed: leaderName,
+    ...probed,
+    logs: fromLogs(stack, leader, probed.newLeader, killedAtMs, PATRONI_TTL_SECONDS),
+    ...resumed(writes.records, watcher.samples, killedAtMs),
+    answers: countStatuses(windowRecords),
+    putP99MsBeforeKill: round(quantile(beforeKillMs, 0.99)),
+  };
+  log(JSON.stringify(figures));
+  stack.start(leader);
+  return figures;
+}
+
+/**
+ * On the last primary, once every batch is FINALIZED (bounded): the acknowledged batches missing,
+ * the batches with two `batch.finalized` events, the answers other than 200 or 503 with
+ * Retry-After, and `points-ledger verify` (which throws when it fails).
+ */
+async function checkLastPrimary(stack: Stack, contract: string, records: WriteRecord[]) {
+  const acknowledged = records.filter((record) => record.status === 200);
+  const unexpected = records.filter((record) => record.status !== 200 && !(record.status === 503 && record.retryAfter !== null));
+  log(`load stopped: ${acknowledged.length} acknowledged; checking the last primary`);
+  const stored = await pollUntil(
+    "every acknowledged batch finalized",
+    async () => {
+      const rows = await queryStack<{ batch_id: string; status: string }>(
+        stack,
+        DATABASE,
+        "SELECT batch_id, status FROM batches WHERE lower(contract) = lower($1)",
+        [contract],
+      ).catch(() => undefined);
+      return rows !== undefined && rows.every((row) => row.status === "FINALIZED") ? rows : undefined;
+    },
+    1000,
+    Date.now() + DRAIN_DEADLINE_MS,
+  );
+  const storedIds = new Set(stored.map((row) => row.batch_id));
+  const perBatch = await queryStack<{ finalized: number; batches: number }>(
+    stack,
+    DATABASE,
+    `SELECT finalized, count(*)::int AS batches FROM (
+       SELECT count(*)::int AS finalized FROM events
+       WHERE type = 'batch.finalized' AND lower(stream) = lower($1) GROUP BY data->'batch'->>'id'
+     ) per_batch GROUP BY finalized`,
+    [contract],
+  );
+  // verify reads every transfer: more than the default statement timeout allows at millions of them on a busy machine.
+  cli(["verify"], { DATABASE_URL: stack.url(DATABASE), PG_STATEMENT_TIMEOUT_MS: String(VERIFY_TIMEOUT_MS) });
+  return {
+    requests: records.length,
+    answers: countStatuses(records),
+    acknowledged: acknowledged.length,
+    acknowledgedLost: acknowledged.filter((record) => !storedIds.has(record.batchId)).length,
+    storedBatches: stored.length,
+    storedNotAcknowledged: stored.length - acknowledged.filter((record) => storedIds.has(record.batchId)).length,
+    finalizedOnce: perBatch.find((row) => row.finalized === 1)?.batches ?? 0,
+    finalizedTwice: perBatch.filter((row) => row.finalized > 1).reduce((sum, row) => sum + row.batches, 0),
+    answers500: records.filter((record) => record.status >= 500 && record.status !== 503).length,
+    unexpected: unexpected.slice(0, 5).map((record) => `${record.status} ${record.body}`),
+    verify: "ok",
+  };
 }
 
 main().catch((error: unknown) => {
