@@ -1,16 +1,16 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { DEPLOY_DIR, which } from "./helpers/deploy.js";
+import { createDatabase, findStackTools, queryStack, startStack, type Stack } from "../bench/failover-stack.js";
+import { witnessLog } from "../src/client/witness.js";
+import { DEPLOY_DIR } from "./helpers/deploy.js";
 import {
   assertBuilt,
+  call,
+  callOk,
   creditPoints,
-  freePort,
+  listAllBatches,
   newAdminToken,
   pollUntil,
   randomAddress,
@@ -19,283 +19,260 @@ import {
   signIn,
   sleep,
   startServerProcess,
+  tempDir,
   type ServerProcess,
 } from "./helpers/process.js";
+import { startReceiver, type Receiver } from "./helpers/webhook-receiver.js";
 
 /**
  * The failover of deploy/patroni/ as shipped, on this machine (issue 38): one etcd, three Patroni
  * nodes running PostgreSQL 15 (synchronous_mode_strict, ttl 20, loop_wait 5, retry_timeout 5) and
- * HAProxy in front, from those files with only the ports and folders changed; the service's
- * DATABASE_URL is HAProxy's write port. Under four concurrent writers the leader's Patroni and
- * PostgreSQL are killed with SIGKILL: no answer is a 500, writes succeed again by themselves,
- * every batch answered 200 is on the new primary, and `verify` holds. Prints where the time went
- * (the new leader's promotion, HAProxy's switch, the first 200). Skipped, with how to run it,
- * where patroni, etcd or haproxy is not installed or the test cannot run PostgreSQL as `postgres`.
+ * HAProxy in front (bench/failover-stack.ts); the service's DATABASE_URL is HAProxy's write port.
+ * Under four concurrent batch writers and one writing credits and API keys, the leader's Patroni
+ * and PostgreSQL are killed with SIGKILL: no answer is a 500, writes succeed again by themselves,
+ * every batch, credit and API key answered 200 is on the new primary, `verify` holds, and the
+ * background work resumes there: the projection's `through` and the transparency log's checkpoint
+ * move past the kill, a witness that saved a checkpoint before the kill proves the new primary's
+ * tree extends it, and a real webhook receiver gets every event of the pull API at least once.
+ * Prints where the time went. Skipped, with how to run it, where patroni, etcd or haproxy is not
+ * installed or the test cannot run PostgreSQL as `postgres`. `npm run bench:failover` kills three
+ * leaders in a row under load and measures each failover (bench/failover.ts).
  */
 
-const tools = { patroni: which("patroni"), etcd: which("etcd"), haproxy: which("haproxy") };
-const missing = Object.entries(tools)
-  .filter(([, path]) => !path)
-  .map(([name]) => name);
-const SKIP_REASON =
-  missing.length > 0
-    ? `patroni-failover skipped: ${missing.join(", ")} not installed (apt-get install -y patroni etcd-server haproxy postgresql-15)`
-    : process.getuid?.() !== 0
-      ? "patroni-failover skipped: it runs PostgreSQL as the postgres user through runuser, which needs root"
-      : null;
+const tools = findStackTools();
+const SKIP_REASON = Array.isArray(tools)
+  ? `patroni-failover skipped: ${tools.join(", ")} not installed (apt-get install -y patroni etcd-server haproxy postgresql-15)`
+  : process.getuid?.() !== 0
+    ? "patroni-failover skipped: it runs PostgreSQL as the postgres user through runuser, which needs root"
+    : null;
 if (SKIP_REASON) console.warn(SKIP_REASON);
 
-const NODES = [1, 2, 3] as const;
-const SUPERUSER_PASSWORD = `su-${randomBytes(6).toString("hex")}`;
+const DATABASE = "points_ledger";
 const WRITERS = 4;
 const POINT_TYPE = "PHASE2_POINTS";
 const WRITES_BEFORE_KILL = 20;
 const WRITES_AFTER_FAILOVER = 20;
 const STACK_READY_MS = 180_000;
+/** Bound on each wait for the background work after the failover (the finalizer, projection, log, webhooks). */
+const RESUME_DEADLINE_MS = 60_000;
 const TEST_TIMEOUT_MS = 400_000;
 
-interface Node {
-  name: string;
-  restPort: number;
-  pgPort: number;
-  dataDir: string;
-  /** runuser's pid; Patroni is its child. */
-  runuser: ChildProcess;
+interface Outcome {
+  acknowledged: string[];
+  unexpected: string[];
+  statuses: Record<string, number>;
 }
 
-async function clusterState(restPort: number): Promise<{ members: { name: string; role: string; state: string }[] } | undefined> {
-  try {
-    const response = await fetch(`http://127.0.0.1:${restPort}/cluster`, { signal: AbortSignal.timeout(2000) });
-    return response.ok ? ((await response.json()) as { members: { name: string; role: string; state: string }[] }) : undefined;
-  } catch {
-    return undefined;
+/** One PUT or POST; 200 is acknowledged, 503 with Retry-After waits, anything else is unexpected. */
+async function send(outcome: Outcome, id: string, url: string, method: string, token: string, body: unknown): Promise<unknown> {
+  const response = await fetch(url, {
+    method,
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  }).catch(() => null);
+  const text = (await response?.text()) ?? "no answer";
+  const status = response?.status ?? 0;
+  outcome.statuses[status] = (outcome.statuses[status] ?? 0) + 1;
+  if (status === 200) {
+    outcome.acknowledged.push(id);
+    return JSON.parse(text) as unknown;
+  }
+  if (status === 503 && /^[0-9]+$/.test(response!.headers.get("retry-after") ?? "")) await sleep(100);
+  else outcome.unexpected.push(`${method} ${id}: ${status} ${text.slice(0, 200)}`);
+  return null;
+}
+
+const newOutcome = (): Outcome => ({ acknowledged: [], unexpected: [], statuses: {} });
+
+async function checkpointSize(url: string): Promise<number | undefined> {
+  const response = await fetch(`${url}/v1/log/checkpoint`).catch(() => null);
+  const text = (await response?.text()) ?? "";
+  return response?.status === 200 ? Number(text.split("\n")[1]) : undefined;
+}
+
+async function throughMs(url: string, token: string, contract: string): Promise<number | undefined> {
+  const answer = await call(url, "GET", `/v1/contracts/${contract}/leaderboard?pointType=${POINT_TYPE}&limit=1`, token).catch(() => null);
+  return answer?.status === 200 ? Date.parse(answer.body.through as string) : undefined;
+}
+
+/** Every event of the contract's stream through the pull API (id and time). */
+async function allEvents(url: string, token: string, contract: string): Promise<{ id: string; occurredAt: string }[]> {
+  const events: { id: string; occurredAt: string }[] = [];
+  let after: string | null = null;
+  for (;;) {
+    const query = `limit=1000${after === null ? "" : `&after=${encodeURIComponent(after)}`}`;
+    const page = await callOk(url, "GET", `/v1/contracts/${contract}/events?${query}`, token);
+    events.push(...(page.events as { id: string; occurredAt: string }[]));
+    after = page.cursor as string;
+    if (page.hasMore !== true) return events;
   }
 }
 
-function childPid(parent: number): number | null {
-  const result = spawnSync("ps", ["-o", "pid=", "--ppid", String(parent)], { encoding: "utf8" });
-  const pid = Number(result.stdout.trim().split("\n")[0]);
-  return Number.isInteger(pid) && pid > 0 ? pid : null;
-}
-
 describe.skipIf(SKIP_REASON !== null)("Patroni failover behind HAProxy (deploy/patroni/)", () => {
-  const dir = mkdtempSync(join(tmpdir(), "pl-patroni-"));
-  const nodes: Node[] = [];
-  const processes: ChildProcess[] = [];
-  let writePort = 0;
+  let stack: Stack | undefined;
   let server: ServerProcess | undefined;
+  let receiver: Receiver | undefined;
 
   beforeAll(async () => {
     assertBuilt();
-    const owner = spawnSync("id", ["-u", "postgres"], { encoding: "utf8" });
-    const group = spawnSync("id", ["-g", "postgres"], { encoding: "utf8" });
-    chownSync(dir, Number(owner.stdout), Number(group.stdout));
-    const etcdPort = await freePort();
-    const etcdPeerPort = await freePort();
-    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-    const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
-    processes.push(
-      spawn(
-        tools.etcd!,
-        [
-          ...["--name", "e", "--data-dir", join(dir, "etcd"), "--listen-client-urls", etcdUrl, "--advertise-client-urls", etcdUrl],
-          ...["--listen-peer-urls", peerUrl, "--initial-advertise-peer-urls", peerUrl, "--initial-cluster", `e=${peerUrl}`],
-        ],
-        { stdio: "ignore" },
-      ),
-    );
-    const config = readFileSync(join(DEPLOY_DIR, "patroni", "patroni.yml"), "utf8").replace(
-      "hosts: 127.0.0.1:2379",
-      `hosts: 127.0.0.1:${etcdPort}`,
-    );
-    writeFileSync(join(dir, "patroni.yml"), config);
-    for (const index of NODES) {
-      const node = { name: `node${index}`, restPort: await freePort(), pgPort: await freePort(), dataDir: join(dir, `node${index}`) };
-      const env = {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        PATRONI_NAME: node.name,
-        PATRONI_RESTAPI_LISTEN: `127.0.0.1:${node.restPort}`,
-        PATRONI_RESTAPI_CONNECT_ADDRESS: `127.0.0.1:${node.restPort}`,
-        PATRONI_POSTGRESQL_LISTEN: `127.0.0.1:${node.pgPort}`,
-        PATRONI_POSTGRESQL_CONNECT_ADDRESS: `127.0.0.1:${node.pgPort}`,
-        PATRONI_POSTGRESQL_DATA_DIR: node.dataDir,
-        PATRONI_POSTGRESQL_PGPASS: join(dir, `pgpass${index}`),
-        PATRONI_POSTGRESQL_PARAMETERS_UNIX_SOCKET_DIRECTORIES: dir,
-        PATRONI_SUPERUSER_PASSWORD: SUPERUSER_PASSWORD,
-        PATRONI_REPLICATION_PASSWORD: `rep-${SUPERUSER_PASSWORD}`,
-        PATRONI_REWIND_PASSWORD: `rw-${SUPERUSER_PASSWORD}`,
-      };
-      const runuser = spawn("runuser", ["-u", "postgres", "--", tools.patroni!, join(dir, "patroni.yml")], { env, stdio: "ignore" });
-      processes.push(runuser);
-      nodes.push({ ...node, runuser });
-    }
-    // HAProxy from deploy/patroni/haproxy.cfg with this test's ports.
-    writePort = await freePort();
-    const readPort = await freePort();
-    let haproxyConfig = readFileSync(join(DEPLOY_DIR, "patroni", "haproxy.cfg"), "utf8")
-      .replace("bind 127.0.0.1:5000", `bind 127.0.0.1:${writePort}`)
-      .replace("bind 127.0.0.1:5001", `bind 127.0.0.1:${readPort}`);
-    NODES.forEach((index, at) => {
-      haproxyConfig = haproxyConfig
-        .replaceAll(`127.0.0.1:${5432 + index}`, `127.0.0.1:${nodes[at]!.pgPort}`)
-        .replaceAll(`check port ${8007 + index}`, `check port ${nodes[at]!.restPort}`);
-    });
-    writeFileSync(join(dir, "haproxy.cfg"), haproxyConfig);
-    processes.push(spawn(tools.haproxy!, ["-db", "-f", join(dir, "haproxy.cfg")], { stdio: "ignore" }));
-
-    await pollUntil("a leader and two running standbys", STACK_READY_MS, async () => {
-      const state = await clusterState(nodes[0]!.restPort);
-      const running = state?.members.filter((member) => member.state === "running" || member.state === "streaming") ?? [];
-      return running.length === 3 &&
-        running.some((member) => member.role === "leader") &&
-        running.some((member) => member.role === "sync_standby")
-        ? true
-        : undefined;
-    });
-    const admin = `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${writePort}`;
-    await pollUntil("the write port to reach the leader", STACK_READY_MS, async () => {
-      const client = new pg.Client({ connectionString: `${admin}/postgres` });
-      client.on("error", () => undefined);
-      try {
-        await client.connect();
-        await client.query("CREATE DATABASE points_ledger");
-        return true;
-      } catch {
-        return undefined;
-      } finally {
-        await client.end().catch(() => undefined);
-      }
-    });
-    const migrate = await runCli(["migrate"], { DATABASE_URL: `${admin}/points_ledger` }, STACK_READY_MS);
+    if (Array.isArray(tools)) return;
+    stack = await startStack(tools, DEPLOY_DIR);
+    await stack.waitHealthy(STACK_READY_MS);
+    await createDatabase(stack, DATABASE, STACK_READY_MS);
+    const migrate = await runCli(["migrate"], { DATABASE_URL: stack.url(DATABASE) }, STACK_READY_MS);
     expect(migrate.code, migrate.stderr).toBe(0);
   }, 2 * STACK_READY_MS);
 
   afterAll(async () => {
     await server?.kill("SIGKILL");
-    for (const node of nodes) {
-      const patroni = childPid(node.runuser.pid!);
-      if (patroni) process.kill(patroni, "SIGTERM");
-    }
-    await sleep(3000);
-    for (const node of nodes) {
-      const patroni = childPid(node.runuser.pid!);
-      if (patroni) process.kill(patroni, "SIGKILL");
-      try {
-        process.kill(Number(readFileSync(join(node.dataDir, "postmaster.pid"), "utf8").split("\n")[0]), "SIGKILL");
-      } catch {
-        // not running
-      }
-    }
-    for (const child of processes) child.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
+    await receiver?.close();
+    await stack?.stop();
   });
 
   it(
-    "SIGKILL of the leader under four writers: no 500, writes again by themselves, every acknowledged batch on the new primary",
+    "SIGKILL of the leader under load: no 500, nothing acknowledged lost, the projection, the log (a witness's proof) and webhooks resume",
     async () => {
       const adminToken = newAdminToken();
-      const databaseUrl = `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${writePort}/points_ledger`;
+      const databaseUrl = stack!.url(DATABASE);
+      receiver = await startReceiver();
       server = await startServerProcess({
         DATABASE_URL: databaseUrl,
         ADMIN_TOKEN: adminToken,
         PG_POOL_SIZE: "4",
         MINIMUM_FINALIZE_SECONDS: "1",
+        WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+        WEBHOOK_RETRY_SCHEDULE_SECONDS: "1,1,2,2,5,5,10",
       });
+      const url = server.url;
       const operator = privateKeyToAccount(generatePrivateKey());
       const contract = randomAddress();
-      await setOperator(server.url, adminToken, contract, operator.address);
-      await creditPoints(server.url, adminToken, contract, "failover-credit", POINT_TYPE, "1000000000");
-      const token = await signIn(server.url, contract, operator);
+      await setOperator(url, adminToken, contract, operator.address);
+      const token = await signIn(url, contract, operator);
+      const hook = await callOk(url, "POST", `/v1/contracts/${contract}/webhook-endpoints`, token, { url: receiver.url });
+      const hookCreatedMs = Date.parse((hook.endpoint as { createdAt: string }).createdAt);
+      await creditPoints(url, adminToken, contract, "failover-credit", POINT_TYPE, "1000000000");
 
-      const acknowledged: string[] = [];
-      const unexpected: string[] = [];
-      const statuses: Record<string, number> = {};
+      const batches = newOutcome();
+      const credits = newOutcome();
+      const apiKeys = newOutcome();
       let killedAtMs: number | null = null;
       let firstOkAfterKillMs: number | null = null;
       let okAfterKill = 0;
       let stopped = false;
-      const writer = async () => {
-        while (!stopped && unexpected.length === 0) {
+      const failed = () => batches.unexpected.length + credits.unexpected.length + apiKeys.unexpected.length > 0;
+      const batchWriter = async () => {
+        while (!stopped && !failed()) {
           const batchId = `failover-${randomBytes(6).toString("hex")}`;
           // Only a write sent after the kill shows the service writing again (one in flight may be answered after it).
           const sentAfterKillMs = killedAtMs;
-          const response = await fetch(`${server!.url}/v1/contracts/${contract}/batches/${batchId}`, {
-            method: "PUT",
-            headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-            body: JSON.stringify({
-              pointType: POINT_TYPE,
-              transfers: [{ toAddress: randomAddress(), points: "1.5" }],
-              secondsToFinalize: 1,
-            }),
-          }).catch(() => null);
-          const text = (await response?.text()) ?? "no answer";
-          const status = response?.status ?? 0;
-          statuses[status] = (statuses[status] ?? 0) + 1;
-          if (status === 200) {
-            acknowledged.push(batchId);
-            if (sentAfterKillMs !== null) {
-              okAfterKill += 1;
-              firstOkAfterKillMs ??= Date.now() - sentAfterKillMs;
-            }
-          } else if (status === 503 && /^[0-9]+$/.test(response!.headers.get("retry-after") ?? "")) {
-            await sleep(100);
-          } else {
-            unexpected.push(`${batchId}: ${status} ${text.slice(0, 200)}`);
+          const answer = await send(batches, batchId, `${url}/v1/contracts/${contract}/batches/${batchId}`, "PUT", token, {
+            pointType: POINT_TYPE,
+            transfers: [{ toAddress: randomAddress(), points: "1.5" }],
+            secondsToFinalize: 1,
+          });
+          if (answer !== null && sentAfterKillMs !== null) {
+            okAfterKill += 1;
+            firstOkAfterKillMs ??= Date.now() - sentAfterKillMs;
           }
         }
       };
-      const writers = Promise.all(Array.from({ length: WRITERS }, writer));
+      // Credits and API keys, the other writes that must outlive the primary (a few keys: they are few in life too).
+      const sideWriter = async () => {
+        for (let n = 0; !stopped && !failed(); n++) {
+          const creditId = `failover-credit-${n}`;
+          await send(credits, creditId, `${url}/v1/admin/contracts/${contract}/credits/${creditId}`, "PUT", adminToken, {
+            pointType: POINT_TYPE,
+            points: "2",
+          });
+          if (n % 10 !== 0 || apiKeys.acknowledged.length >= 8) continue;
+          const created = (await send(apiKeys, `key-${n}`, `${url}/v1/contracts/${contract}/api-keys`, "POST", token, {
+            name: `failover ${n}`,
+            scopes: ["read"],
+          })) as { apiKey: { id: string } } | null;
+          if (created !== null) apiKeys.acknowledged.splice(-1, 1, created.apiKey.id);
+        }
+      };
+      const writers = Promise.all([...Array.from({ length: WRITERS }, batchWriter), sideWriter()]);
       await pollUntil("writes before the kill", STACK_READY_MS, async () =>
-        acknowledged.length >= WRITES_BEFORE_KILL || unexpected.length > 0 ? true : undefined,
+        batches.acknowledged.length >= WRITES_BEFORE_KILL || failed() ? true : undefined,
       );
 
-      const before = await clusterState(nodes[0]!.restPort);
-      const leaderName = before!.members.find((member) => member.role === "leader")!.name;
-      const leader = nodes.find((node) => node.name === leaderName)!;
-      const postmaster = Number(readFileSync(join(leader.dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-      const patroni = childPid(leader.runuser.pid!)!;
-      killedAtMs = Date.now();
-      process.kill(patroni, "SIGKILL");
-      process.kill(postmaster, "SIGKILL");
+      // A witness saves a checkpoint of the old primary's log.
+      const witnessState = join(tempDir("pl-witness-"), "witness.json");
+      const witnessLines: string[] = [];
+      const witnessOut = {
+        name: "witness",
+        log: (line: string) => witnessLines.push(line),
+        error: (line: string) => witnessLines.push(line),
+      };
+      expect(await witnessLog(url, witnessState, witnessOut), witnessLines.join("\n")).toBe(0);
+      const sizeBeforeKill = (await checkpointSize(url))!;
 
-      const survivor = nodes.find((node) => node !== leader)!;
+      const leaderName = (await stack!.members())!.find((member) => member.role === "leader")!.name;
+      const leader = stack!.nodes.find((node) => node.name === leaderName)!;
+      killedAtMs = stack!.kill(leader);
+
       const promotedAfterMs = await pollUntil("a new leader", STACK_READY_MS, async () => {
-        const state = await clusterState(survivor.restPort);
-        const newLeader = state?.members.find(
-          (member) => member.role === "leader" && member.name !== leaderName && member.state === "running",
-        );
+        const members = await stack!.members();
+        const newLeader = members?.find((member) => member.role === "leader" && member.name !== leaderName && member.state === "running");
         return newLeader ? Date.now() - killedAtMs! : undefined;
       });
       await pollUntil("writes after the failover", STACK_READY_MS, async () =>
-        okAfterKill >= WRITES_AFTER_FAILOVER || unexpected.length > 0 ? true : undefined,
+        okAfterKill >= WRITES_AFTER_FAILOVER || failed() ? true : undefined,
       );
+      // The projection and the log move past the kill on the new primary (ms after the first 200, read concurrently).
+      const firstOkAtMs = killedAtMs + firstOkAfterKillMs!;
+      const [throughPastKillMs, checkpointGrewMs] = await Promise.all([
+        pollUntil("the projection's through past the kill", RESUME_DEADLINE_MS, async () =>
+          ((await throughMs(url, token, contract)) ?? 0) > killedAtMs! ? Date.now() - firstOkAtMs : undefined,
+        ),
+        pollUntil("a checkpoint larger than before the kill", RESUME_DEADLINE_MS, async () =>
+          ((await checkpointSize(url)) ?? 0) > sizeBeforeKill ? Date.now() - firstOkAtMs : undefined,
+        ),
+      ]);
       stopped = true;
       await writers;
       console.log(
-        `patroni failover: ${JSON.stringify({ leader: leaderName, promotedAfterMs, firstOkAfterKillMs, statuses, acknowledged: acknowledged.length })}`,
+        `patroni failover: ${JSON.stringify({ leader: leaderName, promotedAfterMs, firstOkAfterKillMs, throughPastKillMs, checkpointGrewMs, batches: batches.statuses, credits: credits.statuses, apiKeys: apiKeys.statuses, acknowledged: batches.acknowledged.length })}`,
       );
-      expect(unexpected).toEqual([]);
+      expect([...batches.unexpected, ...credits.unexpected, ...apiKeys.unexpected]).toEqual([]);
 
-      const stored = new Set(
-        (await runQuery(databaseUrl, "SELECT batch_id FROM batches WHERE lower(contract) = lower($1)", [contract])).map(
-          (row) => row.batch_id as string,
-        ),
+      // The witness proves the new primary's tree extends the checkpoint it saved before the kill.
+      witnessLines.length = 0;
+      expect(await witnessLog(url, witnessState, witnessOut), witnessLines.join("\n")).toBe(0);
+      expect(witnessLines.join("\n")).toMatch(/extends the saved checkpoint of [0-9]+ events/);
+
+      // Every acknowledged write is on the new primary; every batch finalizes there, once (verify).
+      const stored = await pollUntil("every stored batch FINALIZED", RESUME_DEADLINE_MS, async () => {
+        const all = await listAllBatches(url, token, contract);
+        return all.every((batch) => batch.status === "FINALIZED") ? new Set(all.map((batch) => batch.id)) : undefined;
+      });
+      expect(batches.acknowledged.filter((batchId) => !stored.has(batchId))).toEqual([]);
+      const storedCredits = new Set(
+        (
+          await queryStack<{ credit_id: string }>(stack!, DATABASE, "SELECT credit_id FROM credits WHERE lower(address) = lower($1)", [
+            contract,
+          ])
+        ).map((row) => row.credit_id),
       );
-      expect(acknowledged.filter((batchId) => !stored.has(batchId))).toEqual([]);
+      expect(credits.acknowledged.filter((creditId) => !storedCredits.has(creditId))).toEqual([]);
+      const keys = await callOk(url, "GET", `/v1/contracts/${contract}/api-keys`, token);
+      const storedKeys = new Set((keys.apiKeys as { id: string }[]).map((key) => key.id));
+      expect(apiKeys.acknowledged.filter((keyId) => !storedKeys.has(keyId))).toEqual([]);
       const verify = await runCli(["verify"], { DATABASE_URL: databaseUrl }, STACK_READY_MS);
       expect(verify.code, `${verify.stdout}\n${verify.stderr}`).toBe(0);
+
+      // Every event since the endpoint's creation reached the receiver at least once.
+      const events = (await allEvents(url, token, contract)).filter((event) => Date.parse(event.occurredAt) >= hookCreatedMs);
+      const missing = await pollUntil("every event delivered to the webhook receiver", RESUME_DEADLINE_MS, async () => {
+        const delivered = new Set(receiver!.received.map((request) => request.headers["webhook-id"]));
+        const notYet = events.filter((event) => !delivered.has(event.id)).map((event) => event.id);
+        return notYet.length === 0 ? notYet : undefined;
+      }).catch(() => events.filter((event) => !receiver!.received.some((request) => request.headers["webhook-id"] === event.id)));
+      console.log(`webhooks: ${events.length} events, ${receiver.received.length} deliveries received`);
+      expect(missing).toEqual([]);
+      expect(events.length).toBeGreaterThan(2 * (WRITES_BEFORE_KILL + WRITES_AFTER_FAILOVER));
     },
     TEST_TIMEOUT_MS,
   );
 });
-
-async function runQuery(url: string, sql: string, values: unknown[]): Promise<Record<string, unknown>[]> {
-  const client = new pg.Client({ connectionString: url });
-  client.on("error", () => undefined);
-  await client.connect();
-  try {
-    return (await client.query(sql, values)).rows as Record<string, unknown>[];
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
