@@ -72,10 +72,14 @@ export interface Batch {
 
 /**
  * Who caused a change (docs/api.md Events, actor): an operator signed in with its key, an API key,
- * the administrator, or the service itself (finalization).
+ * the administrator, the service itself (finalization), or the operator registry on chain.
  */
 export type Actor =
-  { type: "operator"; address: Address } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };
+  | { type: "operator"; address: Address }
+  | { type: "api_key"; id: string; name: string }
+  | { type: "admin" }
+  | { type: "system" }
+  | { type: "chain"; chainId: number; blockNumber: number; transactionHash: string | null };
 
 export interface BatchWithTransfers extends Batch {
   transfers: { toAddress: Address; points: Points }[];

@@ -7,6 +7,7 @@ import rateLimit from "@fastify/rate-limit";
 import underPressure from "@fastify/under-pressure";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
+import { chainOperatorsOf, type ChainOperators } from "../chain/operators.js";
 import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import { ApiError, ERROR_CATALOGUE, rateLimited, unavailable } from "../domain/errors.js";
@@ -52,6 +53,8 @@ export interface AppOptions {
   store: LedgerStore;
   clock?: Clock;
   metrics?: Metrics;
+  /** Operators from the chain; by default made from config.chain (the server passes the one its worker shares). */
+  chain?: ChainOperators | null;
   /** pino options or false; defaults to JSON logs at config.logLevel. */
   logger?: boolean | object;
 }
@@ -146,6 +149,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     clock: options.clock ?? systemClock,
     metrics: options.metrics ?? createMetrics(),
     intake: new IntakePool(options.config, options.config.batchIntakeThreads),
+    chain: options.chain === undefined ? chainOperatorsOf(options.config, options.clock ?? systemClock) : options.chain,
   };
   // The ledger counters follow what this process commits (src/metrics.ts), not what handlers say.
   const unsubscribe = ctx.store.onCommittedEvents((events) => recordCommittedEvents(ctx.metrics, events));
