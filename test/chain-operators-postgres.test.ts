@@ -11,8 +11,8 @@ import { type Address } from "viem";
 import type { AddressKey } from "../src/domain/address.js";
 import type { ChainObservation } from "../src/domain/chain.js";
 import type { LedgerStore } from "../src/store/store.js";
-import { ANVIL_PATH, ANVIL_SKIP_REASON, anvilAccount, deploy, startAnvil, type Anvil } from "./helpers/anvil.js";
-import { adminEvents, deployDapp, sendToRegistry, tokenStatus, trySignIn } from "./helpers/chain-registry.js";
+import { ANVIL_PATH, ANVIL_SKIP_REASON, deploy, startAnvil, type Anvil } from "./helpers/anvil.js";
+import { adminEvents, anvilSigner, deployDapp, sendToRegistry, tokenStatus, trySignIn } from "./helpers/chain-registry.js";
 import { createTestSchema, DATABASE_URL_TEST, randomAddress, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import { assertBuilt, newAdminToken, pollUntil, sleep, startServerProcess, type ServerProcess } from "./helpers/process.js";
 
@@ -31,9 +31,9 @@ describe.skipIf(skip !== null)(`operators on chain, two PostgreSQL instances${sk
   let registry: Address;
   const servers: ServerProcess[] = [];
   const adminToken = newAdminToken();
-  const owner = anvilAccount(0);
-  const first = anvilAccount(1);
-  const second = anvilAccount(2);
+  const owner = anvilSigner(0);
+  const first = anvilSigner(1);
+  const second = anvilSigner(2);
 
   beforeAll(async () => {
     assertBuilt();

@@ -10,8 +10,8 @@
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ANVIL_PATH, ANVIL_SKIP_REASON, anvilAccount, deploy, startAnvil, type Anvil } from "./helpers/anvil.js";
-import { deployDapp, startFakeRpc, tokenStatus, trySignIn, type FakeRpc, type RpcMode } from "./helpers/chain-registry.js";
+import { ANVIL_PATH, ANVIL_SKIP_REASON, deploy, startAnvil, type Anvil } from "./helpers/anvil.js";
+import { anvilSigner, deployDapp, startFakeRpc, tokenStatus, trySignIn, type FakeRpc, type RpcMode } from "./helpers/chain-registry.js";
 import {
   CLI_PATH,
   assertBuilt,
@@ -38,8 +38,8 @@ describe.skipIf(ANVIL_PATH === null)(`operators on chain, the RPC endpoint faili
   let rpc: FakeRpc;
   let server: ServerProcess;
   const dirs: string[] = [];
-  const owner = anvilAccount(0);
-  const operator = anvilAccount(1);
+  const owner = anvilSigner(0);
+  const operator = anvilSigner(1);
   let dapp: string;
 
   function chainEnv(rpcUrl: string, extra: Record<string, string> = {}) {

@@ -9,8 +9,8 @@
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getAddress, type Address } from "viem";
-import { ANVIL_PATH, ANVIL_SKIP_REASON, anvilAccount, deploy, startAnvil, type Anvil } from "./helpers/anvil.js";
-import { adminEvents, deployDapp, sendToRegistry, tokenStatus, trySignIn } from "./helpers/chain-registry.js";
+import { ANVIL_PATH, ANVIL_SKIP_REASON, deploy, startAnvil, type Anvil } from "./helpers/anvil.js";
+import { adminEvents, anvilSigner, deployDapp, sendToRegistry, tokenStatus, trySignIn } from "./helpers/chain-registry.js";
 import {
   assertBuilt,
   call,
@@ -37,10 +37,10 @@ describe.skipIf(ANVIL_PATH === null)(`operators on chain, SQLite${ANVIL_PATH ===
   let registry: Address;
   let env: Env;
   const adminToken = newAdminToken();
-  const owner = anvilAccount(0);
-  const first = anvilAccount(1);
-  const second = anvilAccount(2);
-  const stranger = anvilAccount(3);
+  const owner = anvilSigner(0);
+  const first = anvilSigner(1);
+  const second = anvilSigner(2);
+  const stranger = anvilSigner(3);
 
   beforeAll(async () => {
     assertBuilt();

@@ -1,5 +1,7 @@
 import { getAddress, type Account, type Address } from "viem";
-import { deploy, type Anvil } from "./anvil.js";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { privateKeyToAccount } from "viem/accounts";
+import { ANVIL_KEYS, deploy, type Anvil } from "./anvil.js";
 import { call, callOk, type ApiResponse } from "./process.js";
 import { compiled } from "./solidity.js";
 
@@ -24,7 +26,7 @@ export async function deployDapp(anvil: Anvil, deployer: Account, registry: Addr
 }
 
 /** Challenge, sign, solve; the raw answers (the caller asserts). */
-export async function trySignIn(base: string, contract: string, operator: Account & { signMessage(args: { message: string }): Promise<`0x${string}`> }) {
+export async function trySignIn(base: string, contract: string, operator: PrivateKeyAccount) {
   const challenge = await call(base, "POST", "/v1/dapp-auth/challenge", null, { contractAddress: contract, operatorAddress: operator.address });
   if (challenge.status !== 200) return { challenge, solve: null as ApiResponse | null, token: null as string | null };
   const signature = await operator.signMessage({ message: String(challenge.body.message) });
@@ -52,6 +54,11 @@ export async function adminEvents(base: string, adminToken: string, types: strin
     if (answer.hasMore !== true || after === null) break;
   }
   return events;
+}
+
+/** anvil's funded account `index` (ANVIL_KEYS), as a key that signs messages too. */
+export function anvilSigner(index: number): PrivateKeyAccount {
+  return privateKeyToAccount(ANVIL_KEYS[index]!);
 }
 
 /** The status of a bearer token or API key on a contract route: 200 while it works, 401 once revoked. */
