@@ -17,7 +17,18 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import solc from "solc";
-import { createPublicClient, createWalletClient, encodeAbiParameters, getAddress, http, keccak256, pad, toHex, type Abi, type Hex } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  encodeAbiParameters,
+  getAddress,
+  http,
+  keccak256,
+  pad,
+  toHex,
+  type Abi,
+  type Hex,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import pino from "pino";
 import { ChainOperators } from "../src/chain/operators.js";
@@ -81,7 +92,11 @@ async function nameOperators(rpcUrl: string, registry: Hex, contracts: readonly 
       jsonrpc: "2.0",
       id: start + index,
       method: "anvil_setStorageAt",
-      params: [registry, keccak256(encodeAbiParameters([{ type: "address" }, { type: "uint256" }], [contract as Hex, OPERATORS_SLOT])), pad(operator)],
+      params: [
+        registry,
+        keccak256(encodeAbiParameters([{ type: "address" }, { type: "uint256" }], [contract as Hex, OPERATORS_SLOT])),
+        pad(operator),
+      ],
     }));
     const answer = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(batch) });
     const results = (await answer.json()) as { error?: unknown }[];
@@ -106,7 +121,13 @@ async function measureFollow(options: { rpcUrl: string; registry: Hex; contracts
   // Every contract followed, with a live token of its operator (as after its sign-in).
   for (const contract of options.contracts) {
     await store.applyChainObservation(contract, { operator: options.operator, banned: false, block }, chainId, nowMs, false);
-    await store.createToken({ tokenHash: hashToken(newBearerToken()), contract, operator: options.operator, createdAtMs: nowMs, expiresAtMs: nowMs + 3_600_000 });
+    await store.createToken({
+      tokenHash: hashToken(newBearerToken()),
+      contract,
+      operator: options.operator,
+      createdAtMs: nowMs,
+      expiresAtMs: nowMs + 3_600_000,
+    });
   }
   const job = new ChainFollowJob(store, chain, systemClock, pino({ level: "silent" }));
   await job.runOnce();
@@ -119,7 +140,8 @@ async function measureFollow(options: { rpcUrl: string; registry: Hex; contracts
     wallMs.push(performance.now() - startedMs);
     const used = process.cpuUsage(cpu);
     cpuMs.push((used.user + used.system) / 1000);
-    if (result.followed !== options.contracts.length || result.changed !== 0) throw new Error(`a pass followed ${result.followed}, changed ${result.changed}`);
+    if (result.followed !== options.contracts.length || result.changed !== 0)
+      throw new Error(`a pass followed ${result.followed}, changed ${result.changed}`);
   }
   await store.close();
   rmSync(dir, { recursive: true, force: true });
@@ -155,7 +177,11 @@ async function measureSignIn(options: { rpcUrl: string; registry: Hex; contracts
   });
   const operator = privateKeyToAccount(OPERATOR_KEY);
   const post = async (path: string, body: unknown) => {
-    const answer = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const answer = await fetch(`${server.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     const json = (await answer.json()) as Record<string, unknown>;
     if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${JSON.stringify(json)}`);
     return json;
@@ -179,7 +205,11 @@ async function measureSignIn(options: { rpcUrl: string; registry: Hex; contracts
   }
   return {
     signIns: options.signIns,
-    challengePlusSolveMs: { p50: round(quantile(latencyMs, 0.5), 1), p99: round(quantile(latencyMs, 0.99), 1), max: round(Math.max(...latencyMs), 1) },
+    challengePlusSolveMs: {
+      p50: round(quantile(latencyMs, 0.5), 1),
+      p99: round(quantile(latencyMs, 0.99), 1),
+      max: round(Math.max(...latencyMs), 1),
+    },
   };
 }
 
@@ -192,17 +222,38 @@ async function main(): Promise<void> {
     const transport = http(anvil.rpcUrl);
     const publicClient = createPublicClient({ transport, pollingInterval: 20 });
     const chainId = await publicClient.getChainId();
-    const chain = { id: chainId, name: "anvil", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [anvil.rpcUrl] } } };
-    const hash = await createWalletClient({ account: deployer, chain, transport }).deployContract({ abi, bytecode, args: [deployer.address] });
+    const chain = {
+      id: chainId,
+      name: "anvil",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [anvil.rpcUrl] } },
+    };
+    const hash = await createWalletClient({ account: deployer, chain, transport }).deployContract({
+      abi,
+      bytecode,
+      args: [deployer.address],
+    });
     const registry = (await publicClient.waitForTransactionReceipt({ hash })).contractAddress!;
-    const contracts = Array.from({ length: contractCount }, (_, index) => keccak256(toHex(`contract-${index}`)).slice(0, 42).toLowerCase() as AddressKey);
+    const contracts = Array.from(
+      { length: contractCount },
+      (_, index) =>
+        keccak256(toHex(`contract-${index}`))
+          .slice(0, 42)
+          .toLowerCase() as AddressKey,
+    );
     const operator = privateKeyToAccount(OPERATOR_KEY).address.toLowerCase() as AddressKey;
     const namingStartMs = performance.now();
     await nameOperators(anvil.rpcUrl, registry, contracts, operator as Hex);
     const namedMs = performance.now() - namingStartMs;
     const follow = await measureFollow({ rpcUrl: anvil.rpcUrl, registry, contracts, operator, passes });
     const signIn = await measureSignIn({ rpcUrl: anvil.rpcUrl, registry, contracts, signIns });
-    console.log(JSON.stringify({ database: process.env.DATABASE_URL ? "postgres" : "sqlite", registryNamedMs: round(namedMs), follow, signIn }, null, 2));
+    console.log(
+      JSON.stringify(
+        { database: process.env.DATABASE_URL ? "postgres" : "sqlite", registryNamedMs: round(namedMs), follow, signIn },
+        null,
+        2,
+      ),
+    );
   } finally {
     anvil.stop();
   }

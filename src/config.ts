@@ -365,7 +365,6 @@ export function loadConfig(env: Env = process.env): Config {
     eventStreamKeepAliveMs: readInt(env, "EVENT_STREAM_KEEPALIVE_MS", 15_000, 100, 300_000),
     ...readEventStreamCaps(env),
     ...readPublicUrlAndLog(env),
-    chain: readChain(env),
   };
 }
 
@@ -385,7 +384,8 @@ function readChain(env: Env): ChainConfig | null {
   } catch {
     url = null;
   }
-  if (url === null || !/^https?:$/.test(url.protocol)) throw new ConfigError("CHAIN_RPC_URL", "must be an http(s) URL of an EVM JSON-RPC endpoint");
+  if (url === null || !/^https?:$/.test(url.protocol))
+    throw new ConfigError("CHAIN_RPC_URL", "must be an http(s) URL of an EVM JSON-RPC endpoint");
   const rawRegistry = env.OPERATOR_REGISTRY_ADDRESS?.trim() || null;
   const registryAddress = rawRegistry === null ? null : parseAddress(rawRegistry);
   if (rawRegistry !== null && registryAddress === null) {
@@ -453,10 +453,11 @@ function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" |
   return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readSeconds(env, "LOG_CHECKPOINT_SECONDS", 1, 0.1, 3600) };
 }
 
-/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream; and the publishers. */
-function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken" | "publishers"> {
+/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream; the publishers; the chain. */
+function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken" | "publishers" | "chain"> {
   return {
     ...readPublishers(env),
+    chain: readChain(env),
     maxEventStreamsPerContract: readInt(env, "MAX_EVENT_STREAMS_PER_CONTRACT", DEFAULT_EVENT_STREAMS_PER_CONTRACT, 1, MAX_EVENT_STREAMS),
     maxEventStreamsPerToken: readInt(env, "MAX_EVENT_STREAMS_PER_TOKEN", DEFAULT_EVENT_STREAMS_PER_TOKEN, 1, MAX_EVENT_STREAMS),
   };

@@ -65,7 +65,10 @@ describe.skipIf(skip !== null)(`operators on chain, two PostgreSQL instances${sk
     expect([onA.solve?.status, onB.solve?.status]).toEqual([200, 200]);
 
     await sendToRegistry(anvil, registry, "configurePointsOperatorOnBehalf", [dapp, second.address], first);
-    for (const [server, signedIn] of [[a, onA], [b, onB]] as const) {
+    for (const [server, signedIn] of [
+      [a, onA],
+      [b, onB],
+    ] as const) {
       await pollUntil("the rotation to be followed", 20_000, async () =>
         (await tokenStatus(server.url, dapp, signedIn.token!)) === 401 ? true : undefined,
       );
@@ -75,7 +78,9 @@ describe.skipIf(skip !== null)(`operators on chain, two PostgreSQL instances${sk
     expect(both.map((signedIn) => signedIn.solve?.status)).toEqual([200, 200]);
     await sendToRegistry(anvil, registry, "setBanned", [dapp, true], owner);
     for (const signedIn of both) {
-      await pollUntil("the ban to be followed", 20_000, async () => ((await tokenStatus(a.url, dapp, signedIn.token!)) === 401 ? true : undefined));
+      await pollUntil("the ban to be followed", 20_000, async () =>
+        (await tokenStatus(a.url, dapp, signedIn.token!)) === 401 ? true : undefined,
+      );
     }
     // Several polls of both instances later, still one event per change.
     await sleep(POLL_SECONDS * 1000 * 5);
@@ -87,25 +92,34 @@ describe.skipIf(skip !== null)(`operators on chain, two PostgreSQL instances${sk
     ]);
   });
 
-  it("two stores applying the same observations at once record one operator.changed each; an older read changes nothing", { timeout: TIMEOUT_MS }, async () => {
-    const stores: LedgerStore[] = [schema.openStore(), schema.openStore()];
-    const contracts = Array.from({ length: 20 }, () => randomAddress());
-    const named = randomAddress();
-    const nowMs = Date.now();
-    const applied = await Promise.all(
-      contracts.flatMap((contract) => stores.map((store) => store.applyChainObservation(contract, observation(named, false, 100), 31337, nowMs, false))),
-    );
-    expect(applied.filter((result) => result === "changed")).toHaveLength(contracts.length);
-    const contract = contracts[0]!;
-    const rows = await schema.query<{ count: string }>("SELECT count(*) FROM events WHERE type = 'operator.changed' AND stream = ANY($1)", [contracts]);
-    expect(Number(rows[0]!.count)).toBe(contracts.length);
+  it(
+    "two stores applying the same observations at once record one operator.changed each; an older read changes nothing",
+    { timeout: TIMEOUT_MS },
+    async () => {
+      const stores: LedgerStore[] = [schema.openStore(), schema.openStore()];
+      const contracts = Array.from({ length: 20 }, () => randomAddress());
+      const named = randomAddress();
+      const nowMs = Date.now();
+      const applied = await Promise.all(
+        contracts.flatMap((contract) =>
+          stores.map((store) => store.applyChainObservation(contract, observation(named, false, 100), 31337, nowMs, false)),
+        ),
+      );
+      expect(applied.filter((result) => result === "changed")).toHaveLength(contracts.length);
+      const contract = contracts[0]!;
+      const rows = await schema.query<{ count: string }>(
+        "SELECT count(*) FROM events WHERE type = 'operator.changed' AND stream = ANY($1)",
+        [contracts],
+      );
+      expect(Number(rows[0]!.count)).toBe(contracts.length);
 
-    // An instance whose endpoint lags reads block 99: stale, the operator stays.
-    const other = randomAddress();
-    expect(await stores[1]!.applyChainObservation(contract, observation(other, false, 99), 31337, nowMs, false)).toBe("stale");
-    expect(await stores[0]!.getOperator(contract)).toBe(named);
-    // After a reorganisation voided block 100, the same read is followed.
-    expect(await stores[1]!.applyChainObservation(contract, observation(other, false, 99), 31337, nowMs, true)).toBe("changed");
-    expect(await stores[0]!.getOperator(contract)).toBe(other);
-  });
+      // An instance whose endpoint lags reads block 99: stale, the operator stays.
+      const other = randomAddress();
+      expect(await stores[1]!.applyChainObservation(contract, observation(other, false, 99), 31337, nowMs, false)).toBe("stale");
+      expect(await stores[0]!.getOperator(contract)).toBe(named);
+      // After a reorganisation voided block 100, the same read is followed.
+      expect(await stores[1]!.applyChainObservation(contract, observation(other, false, 99), 31337, nowMs, true)).toBe("changed");
+      expect(await stores[0]!.getOperator(contract)).toBe(other);
+    },
+  );
 });

@@ -33,133 +33,158 @@ const TIMEOUT_MS = 120_000;
 const CHAIN_TIMEOUT_MS = 800;
 const BLAST_POINTS_ADDRESS = "0x2536FE9ab3F511540F2f9e2eC2A805005C3Dd800";
 
-describe.skipIf(ANVIL_PATH === null)(`operators on chain, the RPC endpoint failing${ANVIL_PATH === null ? ` (skipped: ${ANVIL_SKIP_REASON})` : ""}`, () => {
-  let anvil: Anvil;
-  let rpc: FakeRpc;
-  let server: ServerProcess;
-  const dirs: string[] = [];
-  const owner = anvilSigner(0);
-  const operator = anvilSigner(1);
-  let dapp: string;
+describe.skipIf(ANVIL_PATH === null)(
+  `operators on chain, the RPC endpoint failing${ANVIL_PATH === null ? ` (skipped: ${ANVIL_SKIP_REASON})` : ""}`,
+  () => {
+    let anvil: Anvil;
+    let rpc: FakeRpc;
+    let server: ServerProcess;
+    const dirs: string[] = [];
+    const owner = anvilSigner(0);
+    const operator = anvilSigner(1);
+    let dapp: string;
 
-  function chainEnv(rpcUrl: string, extra: Record<string, string> = {}) {
-    const dir = tempDir("chain-rpc");
-    dirs.push(dir);
-    return {
-      DATABASE_URL: sqliteUrl(dir),
-      ADMIN_TOKEN: newAdminToken(),
-      CHAIN_RPC_URL: rpcUrl,
-      CHAIN_BLOCK_TAG: "latest",
-      CHAIN_TIMEOUT_MS: String(CHAIN_TIMEOUT_MS),
-      CHAIN_POLL_SECONDS: "0.5",
-      ...extra,
-    };
-  }
-
-  async function expectChainUnavailable(what: string) {
-    const startedMs = Date.now();
-    const response = await fetch(`${server.url}/v1/dapp-auth/challenge`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ contractAddress: dapp, operatorAddress: operator.address }),
-    });
-    const tookMs = Date.now() - startedMs;
-    const body = (await response.json()) as { error: { code: string; message: string } };
-    expect(response.status, `${what}: ${JSON.stringify(body)}`).toBe(503);
-    expect(body.error.code).toBe("CHAIN_UNAVAILABLE");
-    expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    return { tookMs, message: body.error.message };
-  }
-
-  beforeAll(async () => {
-    assertBuilt();
-    anvil = await startAnvil();
-    const registry = await deploy(anvil, owner, "PointsOperatorRegistry", [owner.address]);
-    dapp = await deployDapp(anvil, owner, registry, operator.address);
-    rpc = await startFakeRpc(anvil.rpcUrl);
-    server = await startServerProcess(chainEnv(rpc.url, { OPERATOR_REGISTRY_ADDRESS: registry }));
-  }, TIMEOUT_MS);
-  afterAll(async () => {
-    await server?.kill("SIGTERM");
-    await rpc?.close();
-    await anvil?.stop();
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it("answers 503 CHAIN_UNAVAILABLE with Retry-After to every failure of the endpoint, and signs in again once it answers", { timeout: TIMEOUT_MS }, async () => {
-    const before = await trySignIn(server.url, dapp, operator);
-    expect(before.solve?.status).toBe(200);
-    for (const mode of ["hang", "reset", "garbage", "wrong-shape", "huge", "rpc-error"] as RpcMode[]) {
-      rpc.mode = mode;
-      const { tookMs, message } = await expectChainUnavailable(mode);
-      expect(message).toContain("the chain could not be read");
-      // Never the endpoint's URL (a provider's key often sits in it).
-      expect(message).not.toContain(rpc.url);
-      if (mode === "hang") expect(tookMs).toBeLessThan(CHAIN_TIMEOUT_MS + 5_000);
-      const chain = await callOk(server.url, "GET", "/v1/chain", null);
-      expect(chain.state).toBe("unavailable");
-      console.log(`${mode}: 503 in ${tookMs} ms: ${message}`);
+    function chainEnv(rpcUrl: string, extra: Record<string, string> = {}) {
+      const dir = tempDir("chain-rpc");
+      dirs.push(dir);
+      return {
+        DATABASE_URL: sqliteUrl(dir),
+        ADMIN_TOKEN: newAdminToken(),
+        CHAIN_RPC_URL: rpcUrl,
+        CHAIN_BLOCK_TAG: "latest",
+        CHAIN_TIMEOUT_MS: String(CHAIN_TIMEOUT_MS),
+        CHAIN_POLL_SECONDS: "0.5",
+        ...extra,
+      };
     }
-    // The token issued before still works: the follower changes nothing on a failed read.
-    expect(await tokenStatus(server.url, dapp, before.token!)).toBe(200);
-    rpc.mode = "proxy";
-    expect((await trySignIn(server.url, dapp, operator)).solve?.status).toBe(200);
-    expect((await callOk(server.url, "GET", "/v1/chain", null)).state).toBe("ok");
-  });
 
-  it("starts with the endpoint down (sign-ins 503, /v1/chain unavailable), and stops with one line on a chain without a default registry", { timeout: TIMEOUT_MS }, async () => {
-    const down = await startServerProcess(chainEnv(`http://127.0.0.1:${await freePort()}`, { OPERATOR_REGISTRY_ADDRESS: randomAddress() }));
-    try {
-      const answer = await call(down.url, "POST", "/v1/dapp-auth/challenge", null, { contractAddress: dapp, operatorAddress: operator.address });
-      expect(answer.status).toBe(503);
-      expect((answer.body.error as { code: string }).code).toBe("CHAIN_UNAVAILABLE");
-      const chain = await callOk(down.url, "GET", "/v1/chain", null);
-      expect(chain).toMatchObject({ chainId: null, blockNumber: null, readAt: null, state: "unavailable" });
-    } finally {
-      await down.kill("SIGTERM");
-    }
-    const unknown = await runCli(["serve"], { ...chainEnv(anvil.rpcUrl), PORT: String(await freePort()) });
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
-    expect(unknown.stderr).toContain(`chain ${anvil.chainId}`);
-    expect(unknown.stderr).toContain("OPERATOR_REGISTRY_ADDRESS");
-  });
-
-  it("waits for the chain's id for Blast's registry (/readyz 503), refuses a registry that is no contract, then signs in at Blast's address", { timeout: TIMEOUT_MS }, async () => {
-    const blast = await startAnvil(["--chain-id", "81457"]);
-    const blastRpc = await startFakeRpc(blast.rpcUrl, "reset");
-    const port = await freePort();
-    const env = { ...chainEnv(blastRpc.url), PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" };
-    const child = spawn(process.execPath, [CLI_PATH, "serve"], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: "ignore" });
-    const exited = new Promise<void>((resolveExit) => child.once("close", () => resolveExit()));
-    const base = `http://127.0.0.1:${port}`;
-    try {
-      await pollUntil("the server to listen", 20_000, async () => {
-        try {
-          return (await fetch(`${base}/healthz`)).status === 200 ? true : undefined;
-        } catch {
-          return undefined;
-        }
+    async function expectChainUnavailable(what: string) {
+      const startedMs = Date.now();
+      const response = await fetch(`${server.url}/v1/dapp-auth/challenge`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ contractAddress: dapp, operatorAddress: operator.address }),
       });
-      expect((await fetch(`${base}/readyz`)).status).toBe(503);
-      blastRpc.mode = "proxy";
-      await pollUntil("/readyz once the chain's id is known", 20_000, async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined));
-      expect(await callOk(base, "GET", "/v1/chain", null)).toMatchObject({ chainId: 81457, registry: BLAST_POINTS_ADDRESS });
-
-      // Nothing at Blast's address yet: not a registry, never a guess.
-      const noRegistry = await call(base, "POST", "/v1/dapp-auth/challenge", null, { contractAddress: dapp, operatorAddress: operator.address });
-      expect(noRegistry.status).toBe(503);
-      expect((noRegistry.body.error as { message: string }).message).toContain("not an operator registry");
-
-      await blast.testClient.setCode({ address: BLAST_POINTS_ADDRESS, bytecode: compiled("PointsOperatorRegistry").deployedBytecode });
-      const blastDapp = await deployDapp(blast, owner, BLAST_POINTS_ADDRESS, operator.address);
-      const signedIn = await trySignIn(base, blastDapp, operator);
-      expect(signedIn.solve?.status, JSON.stringify(signedIn)).toBe(200);
-    } finally {
-      child.kill("SIGTERM");
-      await exited;
-      await blastRpc.close();
-      await blast.stop();
+      const tookMs = Date.now() - startedMs;
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      expect(response.status, `${what}: ${JSON.stringify(body)}`).toBe(503);
+      expect(body.error.code).toBe("CHAIN_UNAVAILABLE");
+      expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      return { tookMs, message: body.error.message };
     }
-  });
-});
+
+    beforeAll(async () => {
+      assertBuilt();
+      anvil = await startAnvil();
+      const registry = await deploy(anvil, owner, "PointsOperatorRegistry", [owner.address]);
+      dapp = await deployDapp(anvil, owner, registry, operator.address);
+      rpc = await startFakeRpc(anvil.rpcUrl);
+      server = await startServerProcess(chainEnv(rpc.url, { OPERATOR_REGISTRY_ADDRESS: registry }));
+    }, TIMEOUT_MS);
+    afterAll(async () => {
+      await server?.kill("SIGTERM");
+      await rpc?.close();
+      await anvil?.stop();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it(
+      "answers 503 CHAIN_UNAVAILABLE with Retry-After to every failure of the endpoint, and signs in again once it answers",
+      { timeout: TIMEOUT_MS },
+      async () => {
+        const before = await trySignIn(server.url, dapp, operator);
+        expect(before.solve?.status).toBe(200);
+        for (const mode of ["hang", "reset", "garbage", "wrong-shape", "huge", "rpc-error"] as RpcMode[]) {
+          rpc.mode = mode;
+          const { tookMs, message } = await expectChainUnavailable(mode);
+          expect(message).toContain("the chain could not be read");
+          // Never the endpoint's URL (a provider's key often sits in it).
+          expect(message).not.toContain(rpc.url);
+          if (mode === "hang") expect(tookMs).toBeLessThan(CHAIN_TIMEOUT_MS + 5_000);
+          const chain = await callOk(server.url, "GET", "/v1/chain", null);
+          expect(chain.state).toBe("unavailable");
+          console.log(`${mode}: 503 in ${tookMs} ms: ${message}`);
+        }
+        // The token issued before still works: the follower changes nothing on a failed read.
+        expect(await tokenStatus(server.url, dapp, before.token!)).toBe(200);
+        rpc.mode = "proxy";
+        expect((await trySignIn(server.url, dapp, operator)).solve?.status).toBe(200);
+        expect((await callOk(server.url, "GET", "/v1/chain", null)).state).toBe("ok");
+      },
+    );
+
+    it(
+      "starts with the endpoint down (sign-ins 503, /v1/chain unavailable), and stops with one line on a chain without a default registry",
+      { timeout: TIMEOUT_MS },
+      async () => {
+        const down = await startServerProcess(
+          chainEnv(`http://127.0.0.1:${await freePort()}`, { OPERATOR_REGISTRY_ADDRESS: randomAddress() }),
+        );
+        try {
+          const answer = await call(down.url, "POST", "/v1/dapp-auth/challenge", null, {
+            contractAddress: dapp,
+            operatorAddress: operator.address,
+          });
+          expect(answer.status).toBe(503);
+          expect((answer.body.error as { code: string }).code).toBe("CHAIN_UNAVAILABLE");
+          const chain = await callOk(down.url, "GET", "/v1/chain", null);
+          expect(chain).toMatchObject({ chainId: null, blockNumber: null, readAt: null, state: "unavailable" });
+        } finally {
+          await down.kill("SIGTERM");
+        }
+        const unknown = await runCli(["serve"], { ...chainEnv(anvil.rpcUrl), PORT: String(await freePort()) });
+        expect(unknown.code).toBe(1);
+        expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
+        expect(unknown.stderr).toContain(`chain ${anvil.chainId}`);
+        expect(unknown.stderr).toContain("OPERATOR_REGISTRY_ADDRESS");
+      },
+    );
+
+    it(
+      "waits for the chain's id for Blast's registry (/readyz 503), refuses a registry that is no contract, then signs in at Blast's address",
+      { timeout: TIMEOUT_MS },
+      async () => {
+        const blast = await startAnvil(["--chain-id", "81457"]);
+        const blastRpc = await startFakeRpc(blast.rpcUrl, "reset");
+        const port = await freePort();
+        const env = { ...chainEnv(blastRpc.url), PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" };
+        const child = spawn(process.execPath, [CLI_PATH, "serve"], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: "ignore" });
+        const exited = new Promise<void>((resolveExit) => child.once("close", () => resolveExit()));
+        const base = `http://127.0.0.1:${port}`;
+        try {
+          await pollUntil("the server to listen", 20_000, async () => {
+            try {
+              return (await fetch(`${base}/healthz`)).status === 200 ? true : undefined;
+            } catch {
+              return undefined;
+            }
+          });
+          expect((await fetch(`${base}/readyz`)).status).toBe(503);
+          blastRpc.mode = "proxy";
+          await pollUntil("/readyz once the chain's id is known", 20_000, async () =>
+            (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
+          );
+          expect(await callOk(base, "GET", "/v1/chain", null)).toMatchObject({ chainId: 81457, registry: BLAST_POINTS_ADDRESS });
+
+          // Nothing at Blast's address yet: not a registry, never a guess.
+          const noRegistry = await call(base, "POST", "/v1/dapp-auth/challenge", null, {
+            contractAddress: dapp,
+            operatorAddress: operator.address,
+          });
+          expect(noRegistry.status).toBe(503);
+          expect((noRegistry.body.error as { message: string }).message).toContain("not an operator registry");
+
+          await blast.testClient.setCode({ address: BLAST_POINTS_ADDRESS, bytecode: compiled("PointsOperatorRegistry").deployedBytecode });
+          const blastDapp = await deployDapp(blast, owner, BLAST_POINTS_ADDRESS, operator.address);
+          const signedIn = await trySignIn(base, blastDapp, operator);
+          expect(signedIn.solve?.status, JSON.stringify(signedIn)).toBe(200);
+        } finally {
+          child.kill("SIGTERM");
+          await exited;
+          await blastRpc.close();
+          await blast.stop();
+        }
+      },
+    );
+  },
+);

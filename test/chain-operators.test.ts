@@ -64,59 +64,69 @@ describe.skipIf(ANVIL_PATH === null)(`operators on chain, SQLite${ANVIL_PATH ===
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("signs in the operator a contract named in its constructor; another address, a contract without one: 403 with the block", { timeout: TIMEOUT_MS }, async () => {
-    const dapp = await deployDapp(anvil, owner, registry, first.address);
-    const signedIn = await trySignIn(server.url, dapp, first);
-    expect(signedIn.solve?.status, JSON.stringify(signedIn)).toBe(200);
-    expect(await tokenStatus(server.url, dapp, signedIn.token!)).toBe(200);
+  it(
+    "signs in the operator a contract named in its constructor; another address, a contract without one: 403 with the block",
+    { timeout: TIMEOUT_MS },
+    async () => {
+      const dapp = await deployDapp(anvil, owner, registry, first.address);
+      const signedIn = await trySignIn(server.url, dapp, first);
+      expect(signedIn.solve?.status, JSON.stringify(signedIn)).toBe(200);
+      expect(await tokenStatus(server.url, dapp, signedIn.token!)).toBe(200);
 
-    const other = await trySignIn(server.url, dapp, stranger);
-    expect(other.challenge.status).toBe(403);
-    const refused = other.challenge.body.error as { code: string; message: string };
-    expect(refused.code).toBe("FORBIDDEN");
-    expect(refused.message).toMatch(/not the contract's operator in the operator registry at block \d+/);
+      const other = await trySignIn(server.url, dapp, stranger);
+      expect(other.challenge.status).toBe(403);
+      const refused = other.challenge.body.error as { code: string; message: string };
+      expect(refused.code).toBe("FORBIDDEN");
+      expect(refused.message).toMatch(/not the contract's operator in the operator registry at block \d+/);
 
-    const nobody = await trySignIn(server.url, getAddress(stranger.address), first);
-    expect(nobody.challenge.status).toBe(403);
-    expect((nobody.challenge.body.error as { message: string }).message).toMatch(/no operator in the operator registry at block \d+/);
+      const nobody = await trySignIn(server.url, getAddress(stranger.address), first);
+      expect(nobody.challenge.status).toBe(403);
+      expect((nobody.challenge.body.error as { message: string }).message).toMatch(/no operator in the operator registry at block \d+/);
 
-    const chain = await callOk(server.url, "GET", "/v1/chain", null);
-    expect(chain).toMatchObject({ success: true, chainId: anvil.chainId, registry, blockTag: "latest", state: "ok" });
-    expect(chain.blockNumber).toBeGreaterThan(0);
-    expect(Date.parse(String(chain.readAt))).toBeGreaterThan(0);
-  });
+      const chain = await callOk(server.url, "GET", "/v1/chain", null);
+      expect(chain).toMatchObject({ success: true, chainId: anvil.chainId, registry, blockTag: "latest", state: "ok" });
+      expect(chain.blockNumber).toBeGreaterThan(0);
+      expect(Date.parse(String(chain.readAt))).toBeGreaterThan(0);
+    },
+  );
 
-  it("follows a rotation: the previous operator's tokens 401, its keys revoked, operator.changed with the chain actor", { timeout: TIMEOUT_MS }, async () => {
-    const dapp = await deployDapp(anvil, owner, registry, first.address);
-    const { token } = await trySignIn(server.url, dapp, first);
-    const key = await callOk(server.url, "POST", `/v1/contracts/${dapp}/api-keys`, token!, { name: "backend", scopes: ["read"] });
-    const secret = String(key.secret);
-    expect(await tokenStatus(server.url, dapp, secret)).toBe(200);
+  it(
+    "follows a rotation: the previous operator's tokens 401, its keys revoked, operator.changed with the chain actor",
+    { timeout: TIMEOUT_MS },
+    async () => {
+      const dapp = await deployDapp(anvil, owner, registry, first.address);
+      const { token } = await trySignIn(server.url, dapp, first);
+      const key = await callOk(server.url, "POST", `/v1/contracts/${dapp}/api-keys`, token!, { name: "backend", scopes: ["read"] });
+      const secret = String(key.secret);
+      expect(await tokenStatus(server.url, dapp, secret)).toBe(200);
 
-    const changedAtMs = Date.now();
-    const block = await sendToRegistry(anvil, registry, "configurePointsOperatorOnBehalf", [dapp, second.address], first);
-    await pollUntil("the old token to stop working", FOLLOW_DEADLINE_MS, async () =>
-      (await tokenStatus(server.url, dapp, token!)) === 401 ? true : undefined,
-    );
-    const followedMs = Date.now() - changedAtMs;
-    expect(await tokenStatus(server.url, dapp, secret)).toBe(401);
+      const changedAtMs = Date.now();
+      const block = await sendToRegistry(anvil, registry, "configurePointsOperatorOnBehalf", [dapp, second.address], first);
+      await pollUntil("the old token to stop working", FOLLOW_DEADLINE_MS, async () =>
+        (await tokenStatus(server.url, dapp, token!)) === 401 ? true : undefined,
+      );
+      const followedMs = Date.now() - changedAtMs;
+      expect(await tokenStatus(server.url, dapp, secret)).toBe(401);
 
-    const events = (await adminEvents(server.url, adminToken, "operator.changed,api_key.revoked")).filter((event) => event.contractAddress === dapp);
-    // The first sign-in registered the operator the chain named, as an administrator's first registration does.
-    const [registered, ...changed] = events.filter((event) => event.type === "operator.changed");
-    expect(registered!.data).toEqual({ operatorAddress: first.address, previousOperatorAddress: null, banned: false });
-    expect(changed).toHaveLength(1);
-    expect(changed[0]!.data).toEqual({ operatorAddress: second.address, previousOperatorAddress: first.address, banned: false });
-    expect(changed[0]!.actor).toMatchObject({ type: "chain", chainId: anvil.chainId, transactionHash: null });
-    expect(changed[0]!.actor.blockNumber).toBeGreaterThanOrEqual(block);
-    const revoked = events.filter((event) => event.type === "api_key.revoked");
-    expect(revoked).toHaveLength(1);
-    expect(revoked[0]!.actor).toEqual(changed[0]!.actor);
+      const events = (await adminEvents(server.url, adminToken, "operator.changed,api_key.revoked")).filter(
+        (event) => event.contractAddress === dapp,
+      );
+      // The first sign-in registered the operator the chain named, as an administrator's first registration does.
+      const [registered, ...changed] = events.filter((event) => event.type === "operator.changed");
+      expect(registered!.data).toEqual({ operatorAddress: first.address, previousOperatorAddress: null, banned: false });
+      expect(changed).toHaveLength(1);
+      expect(changed[0]!.data).toEqual({ operatorAddress: second.address, previousOperatorAddress: first.address, banned: false });
+      expect(changed[0]!.actor).toMatchObject({ type: "chain", chainId: anvil.chainId, transactionHash: null });
+      expect(changed[0]!.actor.blockNumber).toBeGreaterThanOrEqual(block);
+      const revoked = events.filter((event) => event.type === "api_key.revoked");
+      expect(revoked).toHaveLength(1);
+      expect(revoked[0]!.actor).toEqual(changed[0]!.actor);
 
-    expect((await trySignIn(server.url, dapp, first)).challenge.status).toBe(403);
-    expect((await trySignIn(server.url, dapp, second)).solve?.status).toBe(200);
-    console.log(`rotation followed in ${followedMs} ms (CHAIN_POLL_SECONDS ${POLL_SECONDS})`);
-  });
+      expect((await trySignIn(server.url, dapp, first)).challenge.status).toBe(403);
+      expect((await trySignIn(server.url, dapp, second)).solve?.status).toBe(200);
+      console.log(`rotation followed in ${followedMs} ms (CHAIN_POLL_SECONDS ${POLL_SECONDS})`);
+    },
+  );
 
   it("follows a ban (no operator, banned: true) and an unban (the operator again, banned: false)", { timeout: TIMEOUT_MS }, async () => {
     const dapp = await deployDapp(anvil, owner, registry, first.address);
@@ -142,18 +152,24 @@ describe.skipIf(ANVIL_PATH === null)(`operators on chain, SQLite${ANVIL_PATH ===
     expect((await trySignIn(server.url, dapp, first)).solve?.status).toBe(200);
   });
 
-  it("refuses the administrator's operator route (409 OPERATORS_ON_CHAIN) and the CLI's operator set (exit 1, one line)", { timeout: TIMEOUT_MS }, async () => {
-    const dapp = await deployDapp(anvil, owner, registry, first.address);
-    const answer = await call(server.url, "PUT", `/v1/admin/contracts/${dapp}/operator`, adminToken, { operatorAddress: stranger.address });
-    expect(answer.status).toBe(409);
-    expect((answer.body.error as { code: string }).code).toBe("OPERATORS_ON_CHAIN");
-    expect((await trySignIn(server.url, dapp, stranger)).challenge.status).toBe(403);
+  it(
+    "refuses the administrator's operator route (409 OPERATORS_ON_CHAIN) and the CLI's operator set (exit 1, one line)",
+    { timeout: TIMEOUT_MS },
+    async () => {
+      const dapp = await deployDapp(anvil, owner, registry, first.address);
+      const answer = await call(server.url, "PUT", `/v1/admin/contracts/${dapp}/operator`, adminToken, {
+        operatorAddress: stranger.address,
+      });
+      expect(answer.status).toBe(409);
+      expect((answer.body.error as { code: string }).code).toBe("OPERATORS_ON_CHAIN");
+      expect((await trySignIn(server.url, dapp, stranger)).challenge.status).toBe(403);
 
-    const cli = await runCli(["operator", "set", dapp, stranger.address], env);
-    expect(cli.code).toBe(1);
-    expect(cli.stderr.trim().split("\n")).toHaveLength(1);
-    expect(cli.stderr).toContain("OPERATORS_ON_CHAIN");
-  });
+      const cli = await runCli(["operator", "set", dapp, stranger.address], env);
+      expect(cli.code).toBe(1);
+      expect(cli.stderr.trim().split("\n")).toHaveLength(1);
+      expect(cli.stderr).toContain("OPERATORS_ON_CHAIN");
+    },
+  );
 
   it("follows a reorganisation at latest that undoes a rotation as a change back", { timeout: TIMEOUT_MS }, async () => {
     const dapp = await deployDapp(anvil, owner, registry, first.address);

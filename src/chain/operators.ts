@@ -132,7 +132,9 @@ export class ChainOperators {
 
 /** The process's ChainOperators under CHAIN_RPC_URL (null: operators are set by an administrator). */
 export function chainOperatorsOf(config: { chain: ChainConfig | null }, clock: Clock): ChainOperators | null {
-  return config.chain === null ? null : new ChainOperators(config.chain, new ViemRegistryReader(config.chain.rpcUrl, config.chain.timeoutMs), clock);
+  return config.chain === null
+    ? null
+    : new ChainOperators(config.chain, new ViemRegistryReader(config.chain.rpcUrl, config.chain.timeoutMs), clock);
 }
 
 /**

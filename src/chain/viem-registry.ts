@@ -151,7 +151,8 @@ export class ViemRegistryReader implements RegistryReader {
   }
 
   statuses(registry: AddressKey, contracts: readonly AddressKey[], block: ChainBlock): Promise<RegistryStatus[]> {
-    if (contracts.length > STATUSES_PER_CALL) throw new RangeError(`at most ${STATUSES_PER_CALL} contracts a read, got ${contracts.length}`);
+    if (contracts.length > STATUSES_PER_CALL)
+      throw new RangeError(`at most ${STATUSES_PER_CALL} contracts a read, got ${contracts.length}`);
     return this.bounded("reading the operator registry", async () => {
       const via = await this.interfaceOf(registry, block);
       if (contracts.length === 1) return [toStatus(await this.readOne(registry, via, contracts[0]!, block), via)];
@@ -213,7 +214,9 @@ export class ViemRegistryReader implements RegistryReader {
     try {
       return await Promise.race([work(), deadline]);
     } catch (error) {
-      throw error instanceof ChainReadError && error.message.startsWith(what) ? error : new ChainReadError(`${what}: ${describe(error)}`, { cause: error });
+      throw error instanceof ChainReadError && error.message.startsWith(what)
+        ? error
+        : new ChainReadError(`${what}: ${describe(error)}`, { cause: error });
     } finally {
       clearTimeout(timer);
     }

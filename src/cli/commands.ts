@@ -93,7 +93,9 @@ const operator: Command = async (args, _options, config) => {
   const operatorAddress = requireAddress(argument(args, 2, "operator"), "operator");
   const settings = config();
   if (settings.chain !== null) {
-    console.error(`points-ledger: OPERATORS_ON_CHAIN: ${ERROR_CATALOGUE.OPERATORS_ON_CHAIN.message}: a contract names its operator in the registry`);
+    console.error(
+      `points-ledger: OPERATORS_ON_CHAIN: ${ERROR_CATALOGUE.OPERATORS_ON_CHAIN.message}: a contract names its operator in the registry`,
+    );
     return 1;
   }
   return withStore(settings, async (store) => {

@@ -63,7 +63,8 @@ export function registryStatus(operator: AddressKey, isBanned: boolean): Registr
 export function signInRefusal(status: RegistryStatus, operator: AddressKey, blockNumber: number): string | null {
   if (status.banned) return `the contract is banned in the operator registry at block ${blockNumber}`;
   if (status.operator === null) return `the contract has no operator in the operator registry at block ${blockNumber}`;
-  if (status.operator !== operator) return `operatorAddress is not the contract's operator in the operator registry at block ${blockNumber}`;
+  if (status.operator !== operator)
+    return `operatorAddress is not the contract's operator in the operator registry at block ${blockNumber}`;
   return null;
 }
 
@@ -73,8 +74,7 @@ export function chainReadActor(chainId: number, blockNumber: number): ChainActor
 }
 
 export type ChainOperatorTransition =
-  | { kind: "unchanged" }
-  | { kind: "changed"; operator: AddressKey | null; previous: AddressKey | null; banned: boolean };
+  { kind: "unchanged" } | { kind: "changed"; operator: AddressKey | null; previous: AddressKey | null; banned: boolean };
 
 /**
  * The ledger's operator `current` (null: none) against what the chain says: a change when they

@@ -142,15 +142,21 @@ function requestIdOf(request: IncomingMessage): string {
   return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
 }
 
-export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const ctx: AppContext = {
+/** What every route is handed (context.ts), from the options and their defaults. */
+function contextOf(options: AppOptions): AppContext {
+  const clock = options.clock ?? systemClock;
+  return {
     config: options.config,
     store: options.store,
-    clock: options.clock ?? systemClock,
+    clock,
     metrics: options.metrics ?? createMetrics(),
     intake: new IntakePool(options.config, options.config.batchIntakeThreads),
-    chain: options.chain === undefined ? chainOperatorsOf(options.config, options.clock ?? systemClock) : options.chain,
+    chain: options.chain === undefined ? chainOperatorsOf(options.config, clock) : options.chain,
   };
+}
+
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const ctx = contextOf(options);
   // The ledger counters follow what this process commits (src/metrics.ts), not what handlers say.
   const unsubscribe = ctx.store.onCommittedEvents((events) => recordCommittedEvents(ctx.metrics, events));
   const operationalPaths = new Set<string>();

@@ -268,14 +268,17 @@ export const responseDocs = {
   }),
   health: ok("The process runs.", { status: "ok" }),
   ready: ok("The database answers and accepts writes.", { status: "ready" }),
-  chain: ok("Where operators come from under CHAIN_RPC_URL: the chain, its operator registry, and the last successful read at the block tag.", {
-    chainId: 81457,
-    registry: "0x2536FE9ab3F511540F2f9e2eC2A805005C3Dd800",
-    blockTag: "finalized",
-    blockNumber: 12345678,
-    readAt: CREATED_AT,
-    state: "ok",
-  }),
+  chain: ok(
+    "Where operators come from under CHAIN_RPC_URL: the chain, its operator registry, and the last successful read at the block tag.",
+    {
+      chainId: 81457,
+      registry: "0x2536FE9ab3F511540F2f9e2eC2A805005C3Dd800",
+      blockTag: "finalized",
+      blockNumber: 12345678,
+      readAt: CREATED_AT,
+      state: "ok",
+    },
+  ),
 };
 
 const exampleSnapshot = {

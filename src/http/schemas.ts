@@ -156,7 +156,9 @@ export const ActorJson = Type.Object(
     name: Type.Optional(Type.String({ description: "api_key: the key's name" })),
     chainId: Type.Optional(Type.Integer({ description: "chain: the chain's id" })),
     blockNumber: Type.Optional(Type.Integer({ description: "chain: the block of the change, or the block read at" })),
-    transactionHash: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: "chain: the change's transaction; null when found by a read" })),
+    transactionHash: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], { description: "chain: the change's transaction; null when found by a read" }),
+    ),
   },
   {
     description:

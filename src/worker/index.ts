@@ -50,6 +50,20 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
+function deliveryJob(store: LedgerStore, config: Config, clock: Clock, metrics: Metrics | null, log: FastifyBaseLogger): DeliveryJob {
+  return new DeliveryJob(
+    store,
+    clock,
+    {
+      retryScheduleSeconds: config.webhookRetryScheduleSeconds,
+      allowPrivateUrls: config.webhookAllowPrivateUrls,
+      leaseMs: config.webhookClaimLeaseMs,
+    },
+    metrics,
+    log.child({ job: "deliver" }),
+  );
+}
+
 export function createWorker(
   store: LedgerStore,
   config: Config,
@@ -65,17 +79,7 @@ export function createWorker(
     metrics,
     log.child({ job: "finalize" }),
   );
-  const deliver = new DeliveryJob(
-    store,
-    clock,
-    {
-      retryScheduleSeconds: config.webhookRetryScheduleSeconds,
-      allowPrivateUrls: config.webhookAllowPrivateUrls,
-      leaseMs: config.webhookClaimLeaseMs,
-    },
-    metrics,
-    log.child({ job: "deliver" }),
-  );
+  const deliver = deliveryJob(store, config, clock, metrics, log);
   const purge = new PurgeJob(
     store,
     clock,
@@ -102,7 +106,16 @@ export function createWorker(
   const transparencyLog = new TransparencyLogJob(store, logSigningOf(store, config), clock, {}, log.child({ job: "transparency-log" }));
   const publishers = createPublishJobs(store, config.publishers, metrics, log);
   const chainFollow = chain === null ? null : new ChainFollowJob(store, chain, clock, log.child({ job: "chain-follow" }));
-  const jobs = [finalize, deliver, purge, projection, windows, transparencyLog, ...publishers, ...(chainFollow === null ? [] : [chainFollow])];
+  const jobs = [
+    finalize,
+    deliver,
+    purge,
+    projection,
+    windows,
+    transparencyLog,
+    ...publishers,
+    ...(chainFollow === null ? [] : [chainFollow]),
+  ];
   return {
     finalize,
     deliver,

@@ -27,7 +27,10 @@ export async function deployDapp(anvil: Anvil, deployer: Account, registry: Addr
 
 /** Challenge, sign, solve; the raw answers (the caller asserts). */
 export async function trySignIn(base: string, contract: string, operator: PrivateKeyAccount) {
-  const challenge = await call(base, "POST", "/v1/dapp-auth/challenge", null, { contractAddress: contract, operatorAddress: operator.address });
+  const challenge = await call(base, "POST", "/v1/dapp-auth/challenge", null, {
+    contractAddress: contract,
+    operatorAddress: operator.address,
+  });
   if (challenge.status !== 200) return { challenge, solve: null as ApiResponse | null, token: null as string | null };
   const signature = await operator.signMessage({ message: String(challenge.body.message) });
   const solve = await call(base, "POST", "/v1/dapp-auth/solve", null, { challengeData: challenge.body.challengeData, signature });
@@ -89,7 +92,12 @@ export async function startFakeRpc(upstream: string, mode: RpcMode = "proxy"): P
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => void answer(fake.mode, Buffer.concat(chunks).toString("utf8"), request, response));
   });
-  async function answer(current: RpcMode, body: string, request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse) {
+  async function answer(
+    current: RpcMode,
+    body: string,
+    request: import("node:http").IncomingMessage,
+    response: import("node:http").ServerResponse,
+  ) {
     const id = (() => {
       try {
         const parsed = JSON.parse(body) as { id?: unknown } | { id?: unknown }[];

@@ -23,7 +23,13 @@ export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   app.put(
     "/contracts/:contractAddress/operator",
     {
-      schema: { tags, security, params: ContractParams, body: OperatorBody, response: responses(Responses.operator, 400, 403, "OPERATORS_ON_CHAIN") },
+      schema: {
+        tags,
+        security,
+        params: ContractParams,
+        body: OperatorBody,
+        response: responses(Responses.operator, 400, 403, "OPERATORS_ON_CHAIN"),
+      },
     },
     async (request) => {
       const contract = requireAddress(request.params.contractAddress, "contractAddress");

@@ -56,7 +56,8 @@ export function operationRoutes(app: FastifyInstance, ctx: AppContext): void {
       throw unavailable("the database does not answer");
     }
     // The default registry waits for the chain's id (API.md, Operators on chain).
-    if (ctx.chain !== null && !ctx.chain.ready) throw unavailable("waiting for the chain's id to know its operator registry (CHAIN_RPC_URL)");
+    if (ctx.chain !== null && !ctx.chain.ready)
+      throw unavailable("waiting for the chain's id to know its operator registry (CHAIN_RPC_URL)");
     return { success: true, status: "ready" };
   });
 

@@ -46,7 +46,13 @@ export interface ChainStore {
    * change of operator or a ban revokes the tokens and the keys the previous operator created and
    * records operator.changed with the chain actor, in one transaction; once across every instance.
    */
-  applyChainObservation(contract: AddressKey, observation: ChainObservation, chainId: number, nowMs: number, force: boolean): Promise<ChainApplied>;
+  applyChainObservation(
+    contract: AddressKey,
+    observation: ChainObservation,
+    chainId: number,
+    nowMs: number,
+    force: boolean,
+  ): Promise<ChainApplied>;
   chainFollowedPage(after: AddressKey | null, limit: number): Promise<FollowedContract[]>;
   claimChainFollow(token: string, nowMs: number, leaseMs: number): Promise<ChainFollowClaim | null>;
   advanceChainFollow(token: string, block: ChainBlock, nowMs: number): Promise<boolean>;

@@ -15,15 +15,7 @@ function observe(db: SqliteDb, contract: AddressKey, observation: ChainObservati
      ON CONFLICT (contract) DO UPDATE SET operator = excluded.operator, banned = excluded.banned,
        block_number = excluded.block_number, block_hash = excluded.block_hash, read_at_ms = excluded.read_at_ms
      WHERE ? OR chain_operators.block_number <= excluded.block_number`,
-  ).run(
-    contract,
-    observation.operator,
-    observation.banned ? 1 : 0,
-    observation.block.number,
-    observation.block.hash,
-    nowMs,
-    force ? 1 : 0,
-  );
+  ).run(contract, observation.operator, observation.banned ? 1 : 0, observation.block.number, observation.block.hash, nowMs, force ? 1 : 0);
   return changes === 1;
 }
 
