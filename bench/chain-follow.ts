@@ -57,14 +57,20 @@ function anvilPath(): string {
 }
 
 async function startAnvil(): Promise<{ rpcUrl: string; stop(): void }> {
-  const child = spawn(anvilPath(), ["--host", "127.0.0.1", "--port", "0", "--silent"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(anvilPath(), ["--host", "127.0.0.1", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const port = await new Promise<number>((resolvePort, reject) => {
-    child.stdout.on("data", (chunk: Buffer) => {
+    const read = (chunk: Buffer) => {
       output += chunk.toString("utf8");
       const match = /Listening on 127\.0\.0\.1:(\d+)/.exec(output);
-      if (match) resolvePort(Number(match[1]));
-    });
+      if (!match) return;
+      // anvil logs every request on stdout: drained unread from here on, so the bench's own CPU stays the service's.
+      child.stdout.off("data", read);
+      child.stdout.resume();
+      resolvePort(Number(match[1]));
+    };
+    child.stdout.on("data", read);
+    child.stderr.resume();
     child.once("close", (code) => reject(new Error(`anvil exited (${code})`)));
   });
   return { rpcUrl: `http://127.0.0.1:${port}`, stop: () => void child.kill("SIGTERM") };
@@ -170,6 +176,8 @@ async function measureSignIn(options: { rpcUrl: string; registry: Hex; contracts
       LOG_LEVEL: "warn",
       CHAIN_RPC_URL: options.rpcUrl,
       OPERATOR_REGISTRY_ADDRESS: options.registry,
+      // anvil's `finalized` block stays at 0, before the registry existed.
+      CHAIN_BLOCK_TAG: "latest",
       AUTH_RATE_LIMIT_PER_MINUTE: "100000000",
     },
     port,
@@ -246,6 +254,7 @@ async function main(): Promise<void> {
     await nameOperators(anvil.rpcUrl, registry, contracts, operator as Hex);
     const namedMs = performance.now() - namingStartMs;
     const follow = await measureFollow({ rpcUrl: anvil.rpcUrl, registry, contracts, operator, passes });
+    console.error(JSON.stringify({ follow }));
     const signIn = await measureSignIn({ rpcUrl: anvil.rpcUrl, registry, contracts, signIns });
     console.log(
       JSON.stringify(

@@ -28,6 +28,8 @@ import {
   type ServerProcess,
 } from "./helpers/process.js";
 import { compiled } from "./helpers/solidity.js";
+import { ViemRegistryReader, STATUSES_PER_CALL } from "../src/chain/viem-registry.js";
+import type { AddressKey } from "../src/domain/address.js";
 
 const TIMEOUT_MS = 120_000;
 const CHAIN_TIMEOUT_MS = 800;
@@ -43,6 +45,7 @@ describe.skipIf(ANVIL_PATH === null)(
     const owner = anvilSigner(0);
     const operator = anvilSigner(1);
     let dapp: string;
+    let registry: `0x${string}`;
 
     function chainEnv(rpcUrl: string, extra: Record<string, string> = {}) {
       const dir = tempDir("chain-rpc");
@@ -76,7 +79,7 @@ describe.skipIf(ANVIL_PATH === null)(
     beforeAll(async () => {
       assertBuilt();
       anvil = await startAnvil();
-      const registry = await deploy(anvil, owner, "PointsOperatorRegistry", [owner.address]);
+      registry = await deploy(anvil, owner, "PointsOperatorRegistry", [owner.address]);
       dapp = await deployDapp(anvil, owner, registry, operator.address);
       rpc = await startFakeRpc(anvil.rpcUrl);
       server = await startServerProcess(chainEnv(rpc.url, { OPERATOR_REGISTRY_ADDRESS: registry }));
@@ -112,6 +115,16 @@ describe.skipIf(ANVIL_PATH === null)(
         expect((await callOk(server.url, "GET", "/v1/chain", null)).state).toBe("ok");
       },
     );
+
+    it("reads a full multicall of statuses (STATUSES_PER_CALL) as the registry's single reads say", { timeout: TIMEOUT_MS }, async () => {
+      const reader = new ViemRegistryReader(anvil.rpcUrl, 5_000);
+      const block = await reader.block("latest");
+      const others = Array.from({ length: STATUSES_PER_CALL - 1 }, () => randomAddress().toLowerCase() as AddressKey);
+      const statuses = await reader.statuses(registry.toLowerCase() as AddressKey, [dapp.toLowerCase() as AddressKey, ...others], block);
+      expect(statuses).toHaveLength(STATUSES_PER_CALL);
+      expect(statuses[0]).toEqual({ operator: operator.address.toLowerCase(), banned: false });
+      expect(statuses.slice(1).every((status) => status.operator === null && !status.banned)).toBe(true);
+    });
 
     it(
       "starts with the endpoint down (sign-ins 503, /v1/chain unavailable), and stops with one line on a chain without a default registry",

@@ -34,8 +34,10 @@ import { TransparencyLog, type EventProof } from "./log.js";
 import { parseTreeDump, type Snapshot, type SnapshotProof, type SnapshotTreeDump } from "./snapshots.js";
 import { submitAll, type SubmitAllOptions, type SubmitAllSummary } from "./submit-all.js";
 import { Transport, type TransportOptions } from "./transport.js";
+import { readChain } from "./chain.js";
 import type {
   Address,
+  ChainInfo,
   Balances,
   Batch,
   BatchFilter,
@@ -117,6 +119,11 @@ export class PublicClient {
   async getParameters(): Promise<Parameters> {
     const body = await this.transport.request<{ parameters: Parameters }>({ method: "GET", path: "/v1/parameters", idempotent: true });
     return body.parameters;
+  }
+
+  /** Where operators come from under CHAIN_RPC_URL (GET /v1/chain); null when an administrator sets them. */
+  async getChain(): Promise<ChainInfo | null> {
+    return readChain(this.transport);
   }
 
   /** A sign-in challenge for the operator (POST /v1/dapp-auth/challenge): sign its `message`, then solve it. */

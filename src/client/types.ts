@@ -264,3 +264,16 @@ export interface WebhookDeliveryPage {
   /** null on the last page. */
   cursor: string | null;
 }
+
+/**
+ * Where operators come from when the service reads them from the chain (GET /v1/chain): the
+ * chain, its operator registry, and the last successful read at the block tag.
+ */
+export interface ChainInfo {
+  chainId: number | null;
+  registry: Address | null;
+  blockTag: "finalized" | "safe" | "latest";
+  blockNumber: number | null;
+  readAt: string | null;
+  state: "ok" | "unavailable";
+}
