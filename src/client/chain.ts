@@ -2,6 +2,8 @@ import { PointsApiError } from "./errors.js";
 import type { Transport } from "./transport.js";
 import type { ChainInfo } from "./types.js";
 
+export type { ChainInfo };
+
 /** GET /v1/chain: the chain's view, or null where the service answers 404 (operators set by an administrator). */
 export async function readChain(transport: Transport): Promise<ChainInfo | null> {
   try {

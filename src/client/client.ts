@@ -34,10 +34,9 @@ import { TransparencyLog, type EventProof } from "./log.js";
 import { parseTreeDump, type Snapshot, type SnapshotProof, type SnapshotTreeDump } from "./snapshots.js";
 import { submitAll, type SubmitAllOptions, type SubmitAllSummary } from "./submit-all.js";
 import { Transport, type TransportOptions } from "./transport.js";
-import { readChain } from "./chain.js";
+import { readChain, type ChainInfo } from "./chain.js";
 import type {
   Address,
-  ChainInfo,
   Balances,
   Batch,
   BatchFilter,
@@ -122,9 +121,7 @@ export class PublicClient {
   }
 
   /** Where operators come from under CHAIN_RPC_URL (GET /v1/chain); null when an administrator sets them. */
-  async getChain(): Promise<ChainInfo | null> {
-    return readChain(this.transport);
-  }
+  readonly getChain = (): Promise<ChainInfo | null> => readChain(this.transport);
 
   /** A sign-in challenge for the operator (POST /v1/dapp-auth/challenge): sign its `message`, then solve it. */
   async requestChallenge(contractAddress: string, operatorAddress: string): Promise<Challenge> {
