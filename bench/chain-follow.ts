@@ -32,8 +32,10 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import pino from "pino";
 import { ChainOperators } from "../src/chain/operators.js";
-import { ViemRegistryReader } from "../src/chain/viem-registry.js";
-import { systemClock } from "../src/clock.js";
+import { MULTICALL3_ADDRESS, ViemRegistryReader } from "../src/chain/viem-registry.js";
+import { MULTICALL3_CREATION_CODE } from "../src/chain/multicall3.js";
+import type { LedgerStore } from "../src/store/store.js";
+import { systemClock, type Clock } from "../src/clock.js";
 import { loadConfig } from "../src/config.js";
 import type { AddressKey } from "../src/domain/address.js";
 import { hashToken, newBearerToken } from "../src/auth/tokens.js";
@@ -135,31 +137,66 @@ async function measureFollow(options: { rpcUrl: string; registry: Hex; contracts
       expiresAtMs: nowMs + 3_600_000,
     });
   }
-  const job = new ChainFollowJob(store, chain, systemClock, pino({ level: "silent" }));
+  const deployless = await measurePasses(store, chain, options.passes, options.contracts.length);
+  // Then with Multicall3 at its usual address, as on Blast: 1,000 contracts an eth_call.
+  await deployMulticall3(options.rpcUrl);
+  const deployedChain = new ChainOperators(config.chain!, new ViemRegistryReader(options.rpcUrl, config.chain!.timeoutMs), systemClock);
+  await deployedChain.identify();
+  // A second follower: its clock an hour ahead, so the first one's lease has run out for it.
+  const later = { now: () => Date.now() + 3_600_000 };
+  const deployed = await measurePasses(store, deployedChain, options.passes, options.contracts.length, later);
+  if ((deployedChain.reader as ViemRegistryReader).multicall !== "deployed") throw new Error("Multicall3 was not used at its address");
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+  return { contracts: options.contracts.length, deployless, deployed };
+}
+
+async function measurePasses(store: LedgerStore, chain: ChainOperators, passes: number, contracts: number, clock: Clock = systemClock) {
+  const job = new ChainFollowJob(store, chain, clock, pino({ level: "silent" }));
   await job.runOnce();
   const cpuMs: number[] = [];
   const wallMs: number[] = [];
-  for (let pass = 0; pass < options.passes; pass++) {
+  for (let pass = 0; pass < passes; pass++) {
     const cpu = process.cpuUsage();
     const startedMs = performance.now();
     const result = await job.runOnce();
     wallMs.push(performance.now() - startedMs);
     const used = process.cpuUsage(cpu);
     cpuMs.push((used.user + used.system) / 1000);
-    if (result.followed !== options.contracts.length || result.changed !== 0)
+    if (result.followed !== contracts || result.changed !== 0)
       throw new Error(`a pass followed ${result.followed}, changed ${result.changed}`);
   }
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
   const medianCpuMs = quantile(cpuMs, 0.5);
   return {
-    contracts: options.contracts.length,
     passCpuMsMedian: round(medianCpuMs, 1),
     passCpuMsMax: round(Math.max(...cpuMs), 1),
     passWallMsMedian: round(quantile(wallMs, 0.5), 1),
     passWallMsMax: round(Math.max(...wallMs), 1),
     cpuShareOfOneCoreAtPollSeconds: { pollSeconds: POLL_SECONDS, percent: round((100 * medianCpuMs) / (POLL_SECONDS * 1000), 2) },
   };
+}
+
+/** Multicall3 at its usual address: created from its code, its runtime code then set there (anvil_setCode). */
+async function deployMulticall3(rpcUrl: string): Promise<void> {
+  const transport = http(rpcUrl);
+  const publicClient = createPublicClient({ transport, pollingInterval: 20 });
+  const chainId = await publicClient.getChainId();
+  const chain = {
+    id: chainId,
+    name: "anvil",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  };
+  const hash = await createWalletClient({ account: privateKeyToAccount(DEPLOYER_KEY), chain, transport }).sendTransaction({
+    data: MULTICALL3_CREATION_CODE,
+  });
+  const created = (await publicClient.waitForTransactionReceipt({ hash })).contractAddress!;
+  const code = await publicClient.getCode({ address: created });
+  await fetch(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "anvil_setCode", params: [MULTICALL3_ADDRESS, code] }),
+  });
 }
 
 async function measureSignIn(options: { rpcUrl: string; registry: Hex; contracts: AddressKey[]; signIns: number }) {

@@ -28,7 +28,8 @@ import {
   type ServerProcess,
 } from "./helpers/process.js";
 import { compiled } from "./helpers/solidity.js";
-import { ViemRegistryReader, STATUSES_PER_CALL } from "../src/chain/viem-registry.js";
+import { MULTICALL3_ADDRESS, ViemRegistryReader, STATUSES_PER_READ } from "../src/chain/viem-registry.js";
+import { MULTICALL3_CREATION_CODE } from "../src/chain/multicall3.js";
 import type { AddressKey } from "../src/domain/address.js";
 
 const TIMEOUT_MS = 120_000;
@@ -116,15 +117,29 @@ describe.skipIf(ANVIL_PATH === null)(
       },
     );
 
-    it("reads a full multicall of statuses (STATUSES_PER_CALL) as the registry's single reads say", { timeout: TIMEOUT_MS }, async () => {
-      const reader = new ViemRegistryReader(anvil.rpcUrl, 5_000);
-      const block = await reader.block("latest");
-      const others = Array.from({ length: STATUSES_PER_CALL - 1 }, () => randomAddress().toLowerCase() as AddressKey);
-      const statuses = await reader.statuses(registry.toLowerCase() as AddressKey, [dapp.toLowerCase() as AddressKey, ...others], block);
-      expect(statuses).toHaveLength(STATUSES_PER_CALL);
-      expect(statuses[0]).toEqual({ operator: operator.address.toLowerCase(), banned: false });
-      expect(statuses.slice(1).every((status) => status.operator === null && !status.banned)).toBe(true);
-    });
+    it(
+      "reads STATUSES_PER_READ statuses as the registry says, deployless and through Multicall3 at its address",
+      { timeout: TIMEOUT_MS },
+      async () => {
+        const others = Array.from({ length: STATUSES_PER_READ - 1 }, () => randomAddress().toLowerCase() as AddressKey);
+        const contracts = [dapp.toLowerCase() as AddressKey, ...others];
+        const read = async (multicall: "deployed" | "deployless") => {
+          const reader = new ViemRegistryReader(anvil.rpcUrl, 10_000);
+          const statuses = await reader.statuses(registry.toLowerCase() as AddressKey, contracts, await reader.block("latest"));
+          expect(statuses).toHaveLength(STATUSES_PER_READ);
+          expect(statuses[0]).toEqual({ operator: operator.address.toLowerCase(), banned: false });
+          expect(statuses.slice(1).every((status) => status.operator === null && !status.banned)).toBe(true);
+          expect(reader.multicall).toBe(multicall);
+        };
+        await read("deployless");
+        // Multicall3 deployed at its usual address, as on Blast: read there, 1,000 a call.
+        const hash = await anvil.wallet(owner).sendTransaction({ data: MULTICALL3_CREATION_CODE });
+        const created = (await anvil.publicClient.waitForTransactionReceipt({ hash })).contractAddress!;
+        const code = await anvil.publicClient.getCode({ address: created });
+        await anvil.testClient.setCode({ address: MULTICALL3_ADDRESS, bytecode: code! });
+        await read("deployed");
+      },
+    );
 
     it(
       "starts with the endpoint down (sign-ins 503, /v1/chain unavailable), and stops with one line on a chain without a default registry",

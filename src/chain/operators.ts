@@ -81,7 +81,7 @@ export class ChainOperators {
     return block;
   }
 
-  /** What the registry says of `contracts` (at most STATUSES_PER_CALL) at `block`. */
+  /** What the registry says of `contracts` (at most STATUSES_PER_READ) at `block`. */
   async statuses(registry: AddressKey, contracts: readonly AddressKey[], block: ChainBlock): Promise<RegistryStatus[]> {
     return this.noted(this.reader.statuses(registry, contracts, block));
   }

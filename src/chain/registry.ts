@@ -17,7 +17,7 @@ export interface RegistryReader {
   /**
    * What `registry` says of each contract at `block`, in their order: through readStatus, or
    * (a registry that has only `operators`) through that, a ban being the operator 0xbBbB…bBbB.
-   * At most STATUSES_PER_CALL contracts (./viem-registry.ts) a read.
+   * At most STATUSES_PER_READ contracts (./viem-registry.ts) a read.
    */
   statuses(registry: AddressKey, contracts: readonly AddressKey[], block: ChainBlock): Promise<RegistryStatus[]>;
 }

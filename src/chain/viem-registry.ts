@@ -29,16 +29,20 @@ export const REGISTRY_ABI = parseAbi([
   "function operators(address contractAddress) view returns (address)",
 ]);
 
-/** The largest answer read from the endpoint: a full multicall of STATUSES_PER_CALL readStatus results is ≈ 50 KB of JSON. */
+/** The largest answer read from the endpoint: STATUSES_PER_READ readStatus results in one eth_call are ≈ 450 KB of JSON. */
 export const MAX_RPC_RESPONSE_BYTES = 4 * 1024 * 1024;
+/** Contracts one `statuses` reads at most: one eth_call where Multicall3 is deployed (≈ 9 M gas of readStatus, under the usual 50 M eth_call cap). */
+export const STATUSES_PER_READ = 1000;
+/** Multicall3's address on every chain it is deployed on (github.com/mds1/multicall). */
+export const MULTICALL3_ADDRESS: `0x${string}` = "0xcA11bde05977b3631167028862bE2a173976CA11";
 /**
- * Contracts read in one eth_call (and one `statuses`). The deployless multicall is a contract
- * creation: its init code carries every call (≈ 224 bytes each after ≈ 6 KB of code; EIP-3860
- * caps init code at 49,152 bytes), and it returns the results as the created contract's code (≈ 224
- * bytes each; EIP-170 caps it at 24,576). On anvil 500 failed with "Transaction creation failed"
- * and 150 with CreateContractSizeLimit; 100 is ≈ 22 KB of results.
+ * Contracts read in one deployless eth_call, where Multicall3 is not deployed. That call is a
+ * contract creation: its init code carries every call (≈ 224 bytes each after ≈ 6 KB of code;
+ * EIP-3860 caps init code at 49,152 bytes), and it returns the results as the created contract's
+ * code (≈ 224 bytes each; EIP-170 caps it at 24,576). On anvil 500 failed with "Transaction
+ * creation failed" and 150 with CreateContractSizeLimit; 100 is ≈ 22 KB of results.
  */
-export const STATUSES_PER_CALL = 100;
+export const DEPLOYLESS_STATUSES_PER_CALL = 100;
 
 type RegistryInterface = "readStatus" | "operators";
 
@@ -191,6 +195,7 @@ export class ViemRegistryReader implements RegistryReader {
   private readonly client: PublicClient;
   /** Which function each registry answers (decided by its first read; a registry's code does not change it). */
   private readonly interfaces = new Map<AddressKey, RegistryInterface>();
+  private multicall3Deployed: boolean | null = null;
 
   constructor(
     rpcUrl: string,
@@ -229,19 +234,36 @@ export class ViemRegistryReader implements RegistryReader {
   }
 
   statuses(registry: AddressKey, contracts: readonly AddressKey[], block: ChainBlock): Promise<RegistryStatus[]> {
-    if (contracts.length > STATUSES_PER_CALL)
-      throw new RangeError(`at most ${STATUSES_PER_CALL} contracts a read, got ${contracts.length}`);
+    if (contracts.length > STATUSES_PER_READ)
+      throw new RangeError(`at most ${STATUSES_PER_READ} contracts a read, got ${contracts.length}`);
     return this.bounded("reading the operator registry", async () => {
       const via = await this.interfaceOf(registry, block);
       if (contracts.length === 1) return [toStatus(await this.readOne(registry, via, contracts[0]!, block), via)];
-      if (contracts.length === 0) return [];
-      const data = await this.client.request({
-        method: "eth_call",
-        params: [{ data: deploylessCalldata(aggregate3Calldata(registry, via, contracts)) }, numberToHex(block.number)],
-      });
-      if (typeof data !== "string") throw new ChainReadError("the RPC endpoint answered a malformed eth_call result");
-      return aggregate3Statuses(data, via, contracts.length);
+      const deployed = await this.hasMulticall3(block);
+      const perCall = deployed ? STATUSES_PER_READ : DEPLOYLESS_STATUSES_PER_CALL;
+      const statuses: RegistryStatus[] = [];
+      for (let start = 0; start < contracts.length; start += perCall) {
+        const chunk = contracts.slice(start, start + perCall);
+        const calldata = aggregate3Calldata(registry, via, chunk);
+        const call = deployed ? { to: MULTICALL3_ADDRESS, data: calldata } : { data: deploylessCalldata(calldata) };
+        const data = await this.client.request({ method: "eth_call", params: [call, numberToHex(block.number)] });
+        if (typeof data !== "string") throw new ChainReadError("the RPC endpoint answered a malformed eth_call result");
+        statuses.push(...aggregate3Statuses(data, via, chunk.length));
+      }
+      return statuses;
     });
+  }
+
+  /** How many contracts are read: through Multicall3 at its address, deployless, or not yet known. */
+  get multicall(): "deployed" | "deployless" | "unknown" {
+    return this.multicall3Deployed === null ? "unknown" : this.multicall3Deployed ? "deployed" : "deployless";
+  }
+
+  /** Whether Multicall3 is deployed at its usual address (Blast and most chains): then no code is sent, and calls are larger. */
+  private async hasMulticall3(block: ChainBlock): Promise<boolean> {
+    this.multicall3Deployed ??=
+      ((await this.client.getCode({ address: MULTICALL3_ADDRESS, blockNumber: BigInt(block.number) })) ?? "0x") !== "0x";
+    return this.multicall3Deployed;
   }
 
   private readOne(registry: AddressKey, via: RegistryInterface, contract: AddressKey, block: ChainBlock): Promise<unknown> {

@@ -2,16 +2,16 @@ import { randomUUID } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { Clock } from "../clock.js";
 import type { ChainOperators } from "../chain/operators.js";
-import { STATUSES_PER_CALL } from "../chain/viem-registry.js";
+import { STATUSES_PER_READ } from "../chain/viem-registry.js";
 import type { AddressKey } from "../domain/address.js";
 import type { ChainBlock, RegistryStatus } from "../domain/chain.js";
 import { JobLoop } from "../job-loop.js";
 import type { LedgerStore } from "../store/store.js";
 
 /** Followed contracts read per page (one eth_call each). */
-export const FOLLOW_PAGE_CONTRACTS = STATUSES_PER_CALL;
+export const FOLLOW_PAGE_CONTRACTS = STATUSES_PER_READ;
 /** Pages one pass reads at most (1,000,000 contracts); a larger set is followed over several passes. */
-export const MAX_FOLLOW_PAGES_PER_PASS = 2000;
+export const MAX_FOLLOW_PAGES_PER_PASS = 1000;
 
 export interface FollowPass {
   /** False while another instance holds the follower's lease. */
@@ -25,8 +25,8 @@ export interface FollowPass {
 /**
  * The chain followed (API.md, Operators on chain): every CHAIN_POLL_SECONDS, the instance that
  * holds the follower's lease (chain_follow) reads the block at the tag, reads what the registry
- * says of every followed contract (each signed in once) at that block, STATUSES_PER_CALL at a time
- * through one multicall, and applies where it differs from what was stored: the operator changed,
+ * says of every followed contract (each signed in once) at that block, STATUSES_PER_READ at a time
+ * (one Multicall3 eth_call where it is deployed, else ten deployless ones), and applies where it differs from what was stored: the operator changed,
  * banned or unbanned (src/ledger/chain-operators.ts). Reads, not logs: a reorganisation at
  * `latest` is followed as any change is (the next read says what the chain now holds), and the
  * stored block (number and hash) tells when one happened, so a read of a block lower than a
