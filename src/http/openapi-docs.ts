@@ -601,6 +601,10 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
     summary: "Readiness",
     description: `200 when the database answers and accepts writes, else 503 UNAVAILABLE with Retry-After. ${SEE}, 11. Operations.`,
   },
+  "GET /v1/chain": {
+    summary: "Where operators come from (operators on chain)",
+    description: `Under CHAIN_RPC_URL: the chain, its operator registry, the block tag, and the last successful read at it; state \`unavailable\` while the RPC endpoint fails. 404 when an administrator sets the operators. ${SEE}, 11. Operations.`,
+  },
   "GET /metrics": {
     summary: "Prometheus metrics",
     description: `Requests, batches, finalizer lag, webhook deliveries. ${SEE}, 11. Operations.`,
