@@ -117,6 +117,36 @@ describe.skipIf(ANVIL_PATH === null)(
       },
     );
 
+    it("reads a registry that has only operators(address), a ban being the operator 0xbBbB…bBbB", { timeout: TIMEOUT_MS }, async () => {
+      const legacy = await deploy(anvil, owner, "TestOperatorsOnlyRegistry");
+      const [named, banned, none] = [randomAddress(), randomAddress(), randomAddress()];
+      const set = async (contract: string, to: string) => {
+        const hash = await anvil
+          .wallet(owner)
+          .writeContract({
+            address: legacy,
+            abi: compiled("TestOperatorsOnlyRegistry").abi,
+            functionName: "setOperator",
+            args: [contract, to],
+          });
+        await anvil.publicClient.waitForTransactionReceipt({ hash });
+      };
+      await set(named, operator.address);
+      await set(banned, "0xbBbBBBBbbBBBbbbBbbBbbbbBBbBbbbbBbBbbBBbB");
+      const reader = new ViemRegistryReader(anvil.rpcUrl, 10_000);
+      const block = await reader.block("latest");
+      const keys = [named, banned, none].map((address) => address.toLowerCase() as AddressKey);
+      const expected = [
+        { operator: operator.address.toLowerCase(), banned: false },
+        { operator: null, banned: true },
+        { operator: null, banned: false },
+      ];
+      expect(await reader.statuses(legacy.toLowerCase() as AddressKey, keys, block)).toEqual(expected);
+      for (const [index, key] of keys.entries()) {
+        expect(await reader.statuses(legacy.toLowerCase() as AddressKey, [key], block)).toEqual([expected[index]]);
+      }
+    });
+
     it(
       "reads STATUSES_PER_READ statuses as the registry says, deployless and through Multicall3 at its address",
       { timeout: TIMEOUT_MS },
