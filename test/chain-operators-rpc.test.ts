@@ -107,6 +107,7 @@ describe.skipIf(ANVIL_PATH === null)(
           if (mode === "hang") expect(tookMs).toBeLessThan(CHAIN_TIMEOUT_MS + 5_000);
           const chain = await callOk(server.url, "GET", "/v1/chain", null);
           expect(chain.state).toBe("unavailable");
+          expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/^points_chain_up 0$/m);
           console.log(`${mode}: 503 in ${tookMs} ms: ${message}`);
         }
         // The token issued before still works: the follower changes nothing on a failed read.
@@ -114,6 +115,9 @@ describe.skipIf(ANVIL_PATH === null)(
         rpc.mode = "proxy";
         expect((await trySignIn(server.url, dapp, operator)).solve?.status).toBe(200);
         expect((await callOk(server.url, "GET", "/v1/chain", null)).state).toBe("ok");
+        const metrics = await (await fetch(`${server.url}/metrics`)).text();
+        expect(metrics).toMatch(/^points_chain_up 1$/m);
+        expect(metrics).toMatch(/^points_chain_block_number [1-9]\d*$/m);
       },
     );
 
@@ -121,14 +125,12 @@ describe.skipIf(ANVIL_PATH === null)(
       const legacy = await deploy(anvil, owner, "TestOperatorsOnlyRegistry");
       const [named, banned, none] = [randomAddress(), randomAddress(), randomAddress()];
       const set = async (contract: string, to: string) => {
-        const hash = await anvil
-          .wallet(owner)
-          .writeContract({
-            address: legacy,
-            abi: compiled("TestOperatorsOnlyRegistry").abi,
-            functionName: "setOperator",
-            args: [contract, to],
-          });
+        const hash = await anvil.wallet(owner).writeContract({
+          address: legacy,
+          abi: compiled("TestOperatorsOnlyRegistry").abi,
+          functionName: "setOperator",
+          args: [contract, to],
+        });
         await anvil.publicClient.waitForTransactionReceipt({ hash });
       };
       await set(named, operator.address);

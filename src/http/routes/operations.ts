@@ -8,6 +8,7 @@ import type { Config } from "../../config.js";
 import type { AppContext } from "../context.js";
 import { metricsExample } from "../openapi-docs.js";
 import { refreshDatabaseGauges } from "../../metrics.js";
+import { registerChainGauges } from "../../chain/metrics.js";
 import { Responses, parametersResponseSchema, responses, textResponse } from "../schemas.js";
 
 /** `MINIMUM_<TYPE>_TRANSFER_SIZE` of every configured point type, in POINT_TYPES order. */
@@ -61,6 +62,7 @@ export function operationRoutes(app: FastifyInstance, ctx: AppContext): void {
     return { success: true, status: "ready" };
   });
 
+  if (ctx.chain !== null) registerChainGauges(ctx.metrics.registry, ctx.chain);
   const metricsResponse = { 200: textResponse("text/plain", "Prometheus text exposition format.", metricsExample) };
   app.get("/metrics", { config: operational, schema: { tags: ["operations"], response: metricsResponse } }, async (_request, reply) => {
     await refreshDatabaseGauges(ctx.metrics, ctx.store, ctx.clock.now());
