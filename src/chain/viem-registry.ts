@@ -165,6 +165,7 @@ export function aggregate3Statuses(data: string, via: RegistryInterface, count: 
     if (offset % 32 !== 0) throw malformed();
     const start = 2 + offset / 32;
     if (number(start) !== 1 || number(start + 1) !== 64 || number(start + 2) !== 32 * resultWords) throw malformed();
+    if (hex.length < (start + 3 + resultWords) * 64) throw malformed();
     const operatorWord = at(start + 3);
     if (!/^0{24}[0-9a-f]{40}$/i.test(operatorWord)) throw malformed();
     const operator = `0x${operatorWord.slice(24).toLowerCase()}` as AddressKey;
