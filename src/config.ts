@@ -6,6 +6,8 @@ import { oneOfMessage } from "./domain/messages.js";
 import { parsePoints } from "./domain/points.js";
 import { parseSignerKey } from "./domain/signed-note.js";
 import type { PublishersConfig } from "./domain/publishers.js";
+import { parseAddress } from "./domain/address.js";
+import { CHAIN_BLOCK_TAGS, type ChainConfig } from "./domain/chain.js";
 
 /**
  * Every setting, read once from the environment and validated. An invalid setting stops
@@ -99,6 +101,11 @@ export interface Config {
   logCheckpointSeconds: number;
   /** EVENTS_NATS_*, EVENTS_AMQP_*, EVENTS_PUBLISH_FROM: the event log published to brokers (API.md, Events to a message broker). */
   publishers: PublishersConfig;
+  /**
+   * CHAIN_RPC_URL, OPERATOR_REGISTRY_ADDRESS, CHAIN_BLOCK_TAG, CHAIN_TIMEOUT_MS, CHAIN_POLL_SECONDS:
+   * operators read from the chain's operator registry (API.md, Operators on chain); null: an administrator sets them.
+   */
+  chain: ChainConfig | null;
 }
 
 export class ConfigError extends Error {
@@ -361,6 +368,38 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
+/** CHAIN_TIMEOUT_MS's default (API.md) and bounds; CHAIN_POLL_SECONDS's. */
+const DEFAULT_CHAIN_TIMEOUT_MS = 3000;
+const MAX_CHAIN_TIMEOUT_MS = 60_000;
+const DEFAULT_CHAIN_POLL_SECONDS = 5;
+const MAX_CHAIN_POLL_SECONDS = 3600;
+
+/** API.md, Operators on chain: an http(s) endpoint (never echoed: its path often holds a provider's key). */
+function readChain(env: Env): ChainConfig | null {
+  const rpcUrl = env.CHAIN_RPC_URL?.trim();
+  if (rpcUrl === undefined || rpcUrl === "") return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(rpcUrl);
+  } catch {
+    url = null;
+  }
+  if (url === null || !/^https?:$/.test(url.protocol))
+    throw new ConfigError("CHAIN_RPC_URL", "must be an http(s) URL of an EVM JSON-RPC endpoint");
+  const rawRegistry = env.OPERATOR_REGISTRY_ADDRESS?.trim() || null;
+  const registryAddress = rawRegistry === null ? null : parseAddress(rawRegistry);
+  if (rawRegistry !== null && registryAddress === null) {
+    throw new ConfigError("OPERATOR_REGISTRY_ADDRESS", `must be an address (0x and 40 hex digits), got "${rawRegistry}"`);
+  }
+  return {
+    rpcUrl,
+    registryAddress,
+    blockTag: readChoice(env, "CHAIN_BLOCK_TAG", "finalized", CHAIN_BLOCK_TAGS),
+    timeoutMs: readInt(env, "CHAIN_TIMEOUT_MS", DEFAULT_CHAIN_TIMEOUT_MS, 100, MAX_CHAIN_TIMEOUT_MS),
+    pollSeconds: readSeconds(env, "CHAIN_POLL_SECONDS", DEFAULT_CHAIN_POLL_SECONDS, 0.1, MAX_CHAIN_POLL_SECONDS),
+  };
+}
+
 /**
  * New leaderboard windows (src/http/window-budget.ts): a person choosing windows in the console
  * asks a few a minute; a program's page shows a handful of fixed ones, kept as boards and free.
@@ -414,10 +453,11 @@ function readPublicUrlAndLog(env: Env): Pick<Config, "publicUrl" | "logOrigin" |
   return { publicUrl, logOrigin, logSigningKey: raw, logCheckpointSeconds: readSeconds(env, "LOG_CHECKPOINT_SECONDS", 1, 0.1, 3600) };
 }
 
-/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream; and the publishers. */
-function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken" | "publishers"> {
+/** Per-tenant shares of the process's MAX_EVENT_STREAMS, so one tenant cannot take every stream; the publishers; the chain. */
+function readEventStreamCaps(env: Env): Pick<Config, "maxEventStreamsPerContract" | "maxEventStreamsPerToken" | "publishers" | "chain"> {
   return {
     ...readPublishers(env),
+    chain: readChain(env),
     maxEventStreamsPerContract: readInt(env, "MAX_EVENT_STREAMS_PER_CONTRACT", DEFAULT_EVENT_STREAMS_PER_CONTRACT, 1, MAX_EVENT_STREAMS),
     maxEventStreamsPerToken: readInt(env, "MAX_EVENT_STREAMS_PER_TOKEN", DEFAULT_EVENT_STREAMS_PER_TOKEN, 1, MAX_EVENT_STREAMS),
   };

@@ -8,6 +8,7 @@ import { openStore } from "./ledger/open.js";
 import { assertPointTypesConfigured } from "./store/point-types.js";
 import type { LedgerStore } from "./store/store.js";
 import { systemClock, type Clock } from "./clock.js";
+import { chainOperatorsOf, identifyAtStart } from "./chain/operators.js";
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -31,10 +32,13 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
     throw error;
   }
   const metrics = createMetrics();
-  const app = await buildApp({ config, store, clock, metrics });
-  const worker = createWorker(store, config, clock, metrics, app.log.child({ component: "worker" }));
+  const chain = chainOperatorsOf(config, clock);
+  const app = await buildApp({ config, store, clock, metrics, chain });
+  const worker = createWorker(store, config, clock, metrics, app.log.child({ component: "worker" }), chain);
   let url: string;
   try {
+    // A chain without an operator registry stops the start (API.md, Operators on chain).
+    if (chain !== null) await identifyAtStart(chain, (message) => app.log.warn(message));
     // A broker that refuses the configuration stops the start (API.md, Events to a message broker).
     if (config.finalizerEnabled) await worker.openPublishers();
     url = await app.listen({ port: config.port, host: config.host });

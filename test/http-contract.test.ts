@@ -1534,6 +1534,7 @@ describe("operations", () => {
         "BATCH_NOT_CANCELLABLE",
         "CREDIT_ID_EXISTS",
         "SNAPSHOT_ID_EXISTS",
+        "OPERATORS_ON_CHAIN",
         "NOT_YET_LOGGED",
         "CURSOR_EXPIRED",
         "PAYLOAD_TOO_LARGE",
@@ -1542,6 +1543,7 @@ describe("operations", () => {
         "RATE_LIMITED",
         "INTERNAL",
         "UNAVAILABLE",
+        "CHAIN_UNAVAILABLE",
       ].sort(),
     );
   });

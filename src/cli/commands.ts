@@ -4,8 +4,10 @@ import { ADMIN_ACTOR } from "../domain/actors.js";
 import { checksumAddress } from "../domain/address.js";
 import { ASSET_PATTERN, MAX_BLOCK } from "../domain/batch.js";
 import { alreadyExistsMessage } from "../domain/messages.js";
+import { ERROR_CATALOGUE } from "../domain/errors.js";
 import { requireAddress, requirePoints } from "../domain/validate.js";
 import { createWorker } from "../worker/index.js";
+import { chainOperatorsOf, identifyAtStart } from "../chain/operators.js";
 import { STOPPED_LINE, startServer, startupLines } from "../server.js";
 import { openStore } from "../ledger/open.js";
 import { assertPointTypesConfigured } from "../store/point-types.js";
@@ -73,7 +75,9 @@ const worker: Command = async (_args, _options, config) => {
     const { default: pino } = await import("pino");
     const log = pino(redactingLoggerOptions({ level: settings.logLevel }, [settings.adminToken]));
     await openTransparencyLog(store, settings, Date.now());
-    const jobs = createWorker(store, settings, systemClock, null, log);
+    const chain = chainOperatorsOf(settings, systemClock);
+    if (chain !== null) await identifyAtStart(chain, (message) => log.warn(message));
+    const jobs = createWorker(store, settings, systemClock, null, log, chain);
     await jobs.openPublishers();
     jobs.start();
     log.info("worker running: finalize, deliver, purge");
@@ -87,7 +91,14 @@ const operator: Command = async (args, _options, config) => {
   if (args[0] !== "set") throw new UsageError("usage: operator set <contract> <operator>");
   const contract = requireAddress(argument(args, 1, "contract"), "contract");
   const operatorAddress = requireAddress(argument(args, 2, "operator"), "operator");
-  return withStore(config(), async (store) => {
+  const settings = config();
+  if (settings.chain !== null) {
+    console.error(
+      `points-ledger: OPERATORS_ON_CHAIN: ${ERROR_CATALOGUE.OPERATORS_ON_CHAIN.message}: a contract names its operator in the registry`,
+    );
+    return 1;
+  }
+  return withStore(settings, async (store) => {
     // The CLI works on the database with the admin's authority, as the admin API does.
     await store.setOperator(contract, operatorAddress, Date.now(), ADMIN_ACTOR);
     console.log(`operator of ${checksumAddress(contract)} is ${checksumAddress(operatorAddress)}`);

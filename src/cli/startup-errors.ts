@@ -1,6 +1,7 @@
 import { SchemaTooNewError } from "../store/migration-status.js";
 import { StoreUnavailableError } from "../store/errors.js";
 import { BrokerRefusedError } from "../publishers/broker.js";
+import { UnknownChainError } from "../chain/operators.js";
 
 /**
  * The mistakes an operator makes at start-up (a port taken, a database missing, unopenable or
@@ -107,7 +108,7 @@ function sqliteProblem(error: unknown, databaseUrl: string): string | null {
 export function startupProblem(error: unknown, databaseUrl: string | null): string | null {
   const listen = listenProblem(error as SystemError);
   if (listen !== null) return listen;
-  if (error instanceof BrokerRefusedError) return error.message;
+  if (error instanceof BrokerRefusedError || error instanceof UnknownChainError) return error.message;
   if (error instanceof SchemaTooNewError) {
     const where = databaseUrl === null ? "" : ` at ${printableDatabaseUrl(databaseUrl)}`;
     return `the database${where} has schema version ${error.databaseVersion}, newer than this version of points-ledger knows (${error.knownVersion}): upgrade points-ledger or restore a backup`;

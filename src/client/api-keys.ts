@@ -1,11 +1,11 @@
 import type { ContractSession } from "./session.js";
+import type { Actor } from "./types.js";
 
 /** What an API key may do (API.md "API keys (backends)", Scopes). */
 export type ApiKeyScope = "read" | "submit" | "cancel" | "webhooks";
 
-/** Who caused a change: an operator, an API key, the admin or the service itself. */
-export type Actor =
-  { type: "operator"; address: string } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };
+/** Who caused a change: an operator, an API key, the admin, the service itself or the operator registry on chain (types.ts). */
+export type { Actor };
 
 /** An API key as the service shows it: never its secret. */
 export interface ApiKey {

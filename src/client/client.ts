@@ -34,6 +34,7 @@ import { TransparencyLog, type EventProof } from "./log.js";
 import { parseTreeDump, type Snapshot, type SnapshotProof, type SnapshotTreeDump } from "./snapshots.js";
 import { submitAll, type SubmitAllOptions, type SubmitAllSummary } from "./submit-all.js";
 import { Transport, type TransportOptions } from "./transport.js";
+import { readChain, type ChainInfo } from "./chain.js";
 import type {
   Address,
   Balances,
@@ -118,6 +119,9 @@ export class PublicClient {
     const body = await this.transport.request<{ parameters: Parameters }>({ method: "GET", path: "/v1/parameters", idempotent: true });
     return body.parameters;
   }
+
+  /** Where operators come from under CHAIN_RPC_URL (GET /v1/chain); null when an administrator sets them. */
+  readonly getChain = (): Promise<ChainInfo | null> => readChain(this.transport);
 
   /** A sign-in challenge for the operator (POST /v1/dapp-auth/challenge): sign its `message`, then solve it. */
   async requestChallenge(contractAddress: string, operatorAddress: string): Promise<Challenge> {

@@ -72,10 +72,14 @@ export interface Batch {
 
 /**
  * Who caused a change (docs/api.md Events, actor): an operator signed in with its key, an API key,
- * the administrator, or the service itself (finalization).
+ * the administrator, the service itself (finalization), or the operator registry on chain.
  */
 export type Actor =
-  { type: "operator"; address: Address } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };
+  | { type: "operator"; address: Address }
+  | { type: "api_key"; id: string; name: string }
+  | { type: "admin" }
+  | { type: "system" }
+  | { type: "chain"; chainId: number; blockNumber: number; transactionHash: string | null };
 
 export interface BatchWithTransfers extends Batch {
   transfers: { toAddress: Address; points: Points }[];
@@ -259,4 +263,17 @@ export interface WebhookDeliveryPage {
   deliveries: WebhookDelivery[];
   /** null on the last page. */
   cursor: string | null;
+}
+
+/**
+ * Where operators come from when the service reads them from the chain (GET /v1/chain): the
+ * chain, its operator registry, and the last successful read at the block tag.
+ */
+export interface ChainInfo {
+  chainId: number | null;
+  registry: Address | null;
+  blockTag: "finalized" | "safe" | "latest";
+  blockNumber: number | null;
+  readAt: string | null;
+  state: "ok" | "unavailable";
 }

@@ -14,7 +14,11 @@ export function operatorActor(address: AddressKey): Actor {
 
 /** The Actor JSON of API.md: an operator's address in EIP-55 form, like every address a response gives. */
 export type ActorJson =
-  { type: "operator"; address: string } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };
+  | { type: "operator"; address: string }
+  | { type: "api_key"; id: string; name: string }
+  | { type: "admin" }
+  | { type: "system" }
+  | { type: "chain"; chainId: number; blockNumber: number; transactionHash: string | null };
 
 export function actorJson(actor: Actor): ActorJson {
   switch (actor.type) {
@@ -22,6 +26,8 @@ export function actorJson(actor: Actor): ActorJson {
       return { type: "operator", address: checksumAddress(actor.address) };
     case "api_key":
       return { type: "api_key", id: actor.id, name: actor.name };
+    case "chain":
+      return { type: "chain", chainId: actor.chainId, blockNumber: actor.blockNumber, transactionHash: actor.transactionHash };
     default:
       return { type: actor.type };
   }
@@ -39,10 +45,20 @@ export function storedActor(value: unknown): Actor {
   if (type === "api_key" && typeof stored?.id === "string" && typeof stored.name === "string")
     return { type, id: stored.id, name: stored.name };
   if (type === "admin" || type === "system") return { type };
+  if (type === "chain" && isSafeCount(stored?.chainId) && isSafeCount(stored.blockNumber)) {
+    const transactionHash = stored.transactionHash;
+    if (transactionHash === null || typeof transactionHash === "string") {
+      return { type, chainId: stored.chainId, blockNumber: stored.blockNumber, transactionHash };
+    }
+  }
   throw new InvariantViolation(`a stored actor has an unknown shape: ${JSON.stringify(value)}`);
 }
 
 /** What the databases store for `actor` (the column's JSON text). */
 export function storedActorText(actor: Actor): string {
   return JSON.stringify(actor);
+}
+
+function isSafeCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 }

@@ -13,7 +13,19 @@ export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 /** Who caused an event, a batch's submission or its cancellation. */
 export type Actor =
-  { type: "operator"; address: AddressKey } | { type: "api_key"; id: string; name: string } | { type: "admin" } | { type: "system" };
+  | { type: "operator"; address: AddressKey }
+  | { type: "api_key"; id: string; name: string }
+  | { type: "admin" }
+  | { type: "system" }
+  | ChainActor;
+
+/** A change read from the operator registry (API.md, Operators on chain): `transactionHash` is null when it was found by a read. */
+export interface ChainActor {
+  type: "chain";
+  chainId: number;
+  blockNumber: number;
+  transactionHash: string | null;
+}
 
 /** Finalization and other work of the service itself; also what events written before actors existed carry. */
 export const SYSTEM_ACTOR: Actor = Object.freeze({ type: "system" });

@@ -16,6 +16,7 @@ export const ERROR_CATALOGUE = {
   BATCH_NOT_CANCELLABLE: { status: 409, message: "the batch can no longer be cancelled" },
   CREDIT_ID_EXISTS: { status: 409, message: "the creditId is already used" },
   SNAPSHOT_ID_EXISTS: { status: 409, message: "the snapshotId is already used" },
+  OPERATORS_ON_CHAIN: { status: 409, message: "operators come from the chain (CHAIN_RPC_URL): an administrator does not set them" },
   NOT_YET_LOGGED: { status: 409, message: "the event is not yet in a transparency log checkpoint of that size" },
   CURSOR_EXPIRED: { status: 410, message: "the events cursor is older than the retained events" },
   PAYLOAD_TOO_LARGE: { status: 413, message: "request body exceeds the size limit" },
@@ -24,6 +25,7 @@ export const ERROR_CATALOGUE = {
   RATE_LIMITED: { status: 429, message: "rate limit exceeded" },
   INTERNAL: { status: 500, message: "internal error" },
   UNAVAILABLE: { status: 503, message: "the service is unavailable, retry shortly" },
+  CHAIN_UNAVAILABLE: { status: 503, message: "the chain's RPC endpoint did not answer in time, or answered an error" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
@@ -50,6 +52,7 @@ export interface ErrorDetailsByCode {
   BATCH_NOT_CANCELLABLE: { batchId: string; status: BatchStatus };
   CREDIT_ID_EXISTS: { creditId: string; matchesRequest: boolean };
   SNAPSHOT_ID_EXISTS: { snapshotId: string; matchesRequest: boolean };
+  OPERATORS_ON_CHAIN: undefined;
   NOT_YET_LOGGED: undefined;
   CURSOR_EXPIRED: undefined;
   PAYLOAD_TOO_LARGE: undefined;
@@ -58,6 +61,7 @@ export interface ErrorDetailsByCode {
   RATE_LIMITED: undefined;
   INTERNAL: undefined;
   UNAVAILABLE: undefined;
+  CHAIN_UNAVAILABLE: undefined;
 }
 
 /** Path of the last `details` entry when the list was cut at MAX_VALIDATION_DETAILS. */
@@ -121,6 +125,11 @@ export function notFound(message: string): ApiError {
 
 export function unavailable(message: string, retryAfterSeconds = 1): ApiError {
   return new ApiError("UNAVAILABLE", message, undefined, retryAfterSeconds);
+}
+
+/** CHAIN_UNAVAILABLE (API.md, Operators on chain): never a guess, always a Retry-After. */
+export function chainUnavailable(message: string, retryAfterSeconds: number): ApiError {
+  return new ApiError("CHAIN_UNAVAILABLE", message, undefined, Math.max(1, Math.ceil(retryAfterSeconds)));
 }
 
 /** RATE_LIMITED with its Retry-After (at least 1 s: a 0 would invite an immediate retry into the same budget). */

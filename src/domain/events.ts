@@ -41,7 +41,8 @@ export interface EventDataByType {
   "batch.cancelled": { batch: BatchJson };
   "batch.finalized": { batch: BatchJson };
   "credit.created": { creditId: string; pointType: PointType; points: string; asset: string | null; block: number | null };
-  "operator.changed": { operatorAddress: string; previousOperatorAddress: string | null };
+  /** `banned` only under operators from the chain (API.md, Operators on chain); a ban has no operator. */
+  "operator.changed": { operatorAddress: string | null; previousOperatorAddress: string | null; banned?: boolean };
   "webhook.test": { endpointId: string };
   "snapshot.created": { snapshot: Record<string, unknown> };
   "api_key.created": { apiKey: ApiKeyJson };
@@ -115,6 +116,22 @@ export function operatorChanged(
   return event("operator.changed", contract, occurredAtMs, actor, {
     operatorAddress: checksumAddress(operator),
     previousOperatorAddress: previous === null ? null : checksumAddress(previous),
+  });
+}
+
+/** operator.changed read from the chain: a ban or no operator is `operatorAddress: null`; `banned` says which. */
+export function chainOperatorChanged(
+  contract: AddressKey,
+  operator: AddressKey | null,
+  previous: AddressKey | null,
+  banned: boolean,
+  occurredAtMs: number,
+  actor: Actor,
+): LedgerEvent<"operator.changed"> {
+  return event("operator.changed", contract, occurredAtMs, actor, {
+    operatorAddress: operator === null ? null : checksumAddress(operator),
+    previousOperatorAddress: previous === null ? null : checksumAddress(previous),
+    banned,
   });
 }
 

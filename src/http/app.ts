@@ -7,6 +7,7 @@ import rateLimit from "@fastify/rate-limit";
 import underPressure from "@fastify/under-pressure";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
+import { chainOperatorsOf, type ChainOperators } from "../chain/operators.js";
 import { systemClock, type Clock } from "../clock.js";
 import type { Config } from "../config.js";
 import { ApiError, ERROR_CATALOGUE, rateLimited, unavailable } from "../domain/errors.js";
@@ -52,6 +53,8 @@ export interface AppOptions {
   store: LedgerStore;
   clock?: Clock;
   metrics?: Metrics;
+  /** Operators from the chain; by default made from config.chain (the server passes the one its worker shares). */
+  chain?: ChainOperators | null;
   /** pino options or false; defaults to JSON logs at config.logLevel. */
   logger?: boolean | object;
 }
@@ -139,14 +142,21 @@ function requestIdOf(request: IncomingMessage): string {
   return typeof given === "string" && /^[\w.:-]{1,64}$/.test(given) ? given : randomUUID();
 }
 
-export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const ctx: AppContext = {
+/** What every route is handed (context.ts), from the options and their defaults. */
+function contextOf(options: AppOptions): AppContext {
+  const clock = options.clock ?? systemClock;
+  return {
     config: options.config,
     store: options.store,
-    clock: options.clock ?? systemClock,
+    clock,
     metrics: options.metrics ?? createMetrics(),
     intake: new IntakePool(options.config, options.config.batchIntakeThreads),
+    chain: options.chain === undefined ? chainOperatorsOf(options.config, clock) : options.chain,
   };
+}
+
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const ctx = contextOf(options);
   // The ledger counters follow what this process commits (src/metrics.ts), not what handlers say.
   const unsubscribe = ctx.store.onCommittedEvents((events) => recordCommittedEvents(ctx.metrics, events));
   const operationalPaths = new Set<string>();

@@ -5,6 +5,7 @@ import type { IntakePool } from "./batch-intake.js";
 import type { Config } from "../config.js";
 import type { Metrics } from "../metrics.js";
 import type { LedgerStore } from "../store/store.js";
+import type { ChainOperators } from "../chain/operators.js";
 
 /** What every route needs; passed in, never imported globally. */
 export interface AppContext {
@@ -14,6 +15,8 @@ export interface AppContext {
   metrics: Metrics;
   /** Parses and validates submitted batch bodies, in worker threads beside the writer. */
   intake: IntakePool;
+  /** Operators from the chain (CHAIN_RPC_URL); null: an administrator sets them. */
+  chain: ChainOperators | null;
 }
 
 /** A Fastify instance whose route types come from the TypeBox schemas (params, query, body, response). */

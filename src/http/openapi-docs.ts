@@ -268,6 +268,17 @@ export const responseDocs = {
   }),
   health: ok("The process runs.", { status: "ok" }),
   ready: ok("The database answers and accepts writes.", { status: "ready" }),
+  chain: ok(
+    "Where operators come from under CHAIN_RPC_URL: the chain, its operator registry, and the last successful read at the block tag.",
+    {
+      chainId: 81457,
+      registry: "0x2536FE9ab3F511540F2f9e2eC2A805005C3Dd800",
+      blockTag: "finalized",
+      blockNumber: 12345678,
+      readAt: CREATED_AT,
+      state: "ok",
+    },
+  ),
 };
 
 const exampleSnapshot = {
@@ -589,6 +600,10 @@ export const ROUTE_DOCS: Record<string, RouteDocs> = {
   "GET /readyz": {
     summary: "Readiness",
     description: `200 when the database answers and accepts writes, else 503 UNAVAILABLE with Retry-After. ${SEE}, 11. Operations.`,
+  },
+  "GET /v1/chain": {
+    summary: "Where operators come from (operators on chain)",
+    description: `Under CHAIN_RPC_URL: the chain, its operator registry, the block tag, and the last successful read at it; state \`unavailable\` while the RPC endpoint fails. 404 when an administrator sets the operators. ${SEE}, 11. Operations.`,
   },
   "GET /metrics": {
     summary: "Prometheus metrics",

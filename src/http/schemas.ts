@@ -144,14 +144,25 @@ export const EventStreamQuery = Type.Object({ after: Type.Optional(eventCursorQu
  */
 export const ActorJson = Type.Object(
   {
-    type: Type.Union([Type.Literal("operator"), Type.Literal("api_key"), Type.Literal("admin"), Type.Literal("system")]),
+    type: Type.Union([
+      Type.Literal("operator"),
+      Type.Literal("api_key"),
+      Type.Literal("admin"),
+      Type.Literal("system"),
+      Type.Literal("chain"),
+    ]),
     address: Type.Optional(Type.String({ description: "operator: its address, EIP-55" })),
     id: Type.Optional(Type.String({ description: "api_key: the key's id" })),
     name: Type.Optional(Type.String({ description: "api_key: the key's name" })),
+    chainId: Type.Optional(Type.Integer({ description: "chain: the chain's id" })),
+    blockNumber: Type.Optional(Type.Integer({ description: "chain: the block of the change, or the block read at" })),
+    transactionHash: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], { description: "chain: the change's transaction; null when found by a read" }),
+    ),
   },
   {
     description:
-      'who caused it: {type: "operator", address}, {type: "api_key", id, name}, {type: "admin"} or {type: "system"} (the service itself, e.g. finalization)',
+      'who caused it: {type: "operator", address}, {type: "api_key", id, name}, {type: "admin"}, {type: "system"} (the service itself, e.g. finalization) or {type: "chain", chainId, blockNumber, transactionHash} (a change read from the operator registry)',
   },
 );
 
@@ -287,6 +298,17 @@ export const Responses = {
   credited: ok({ creditId: Type.String() }, docs.responseDocs.credited),
   health: ok({ status: Type.String() }, docs.responseDocs.health),
   ready: ok({ status: Type.String() }, docs.responseDocs.ready),
+  chain: ok(
+    {
+      chainId: Type.Union([Type.Integer(), Type.Null()]),
+      registry: Type.Union([Type.String(), Type.Null()]),
+      blockTag: Type.String(),
+      blockNumber: Type.Union([Type.Integer(), Type.Null()]),
+      readAt: Type.Union([Type.String(), Type.Null()]),
+      state: Type.Union([Type.Literal("ok"), Type.Literal("unavailable")]),
+    },
+    docs.responseDocs.chain,
+  ),
 };
 
 /** GET /v1/parameters: the values in force, which are also its example. */

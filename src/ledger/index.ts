@@ -23,6 +23,7 @@ import {
   rotateLogKey,
 } from "./transparency-log.js";
 import { publisherOperations } from "./publishers.js";
+import { chainOperations } from "./chain-operators.js";
 
 /**
  * The ledger's transitions over one database (src/store/ports/ledger.ts), written once:
@@ -59,6 +60,7 @@ export function ledgerOperations<Db, ReadDb>(
     readStanding: async (contract, pointType, window, address, nowMs) => readStanding(boards, contract, pointType, window, address, nowMs),
     ...webhookOperations(database),
     ...publisherOperations(database),
+    ...chainOperations(database),
     appendToLog: async (limit, nowMs, signing) => appendToLog(database, limit, nowMs, signing),
     logCheckpoint: async () => logCheckpoint(database),
     logStatus: async () => logStatus(database),

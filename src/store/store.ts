@@ -12,6 +12,7 @@ import type { TransparencyLogStore } from "./ports/tlog.js";
 import type { WebhooksStore } from "./ports/webhooks.js";
 import type { PublishersStore } from "./ports/publishers.js";
 import type { BackupsStore } from "./ports/backups.js";
+import type { ChainStore } from "./ports/chain.js";
 
 /**
  * The LedgerStore port, composed of one port per concern (./ports/). Every operation that touches
@@ -35,6 +36,7 @@ export type * from "./ports/point-types.js";
 export type * from "./ports/tlog.js";
 export type * from "./ports/publishers.js";
 export type * from "./ports/backups.js";
+export type * from "./ports/chain.js";
 // Snapshots' port also holds a class (SnapshotBuildAbandonedError): a value export.
 export * from "./ports/snapshots.js";
 
@@ -58,7 +60,8 @@ export interface LedgerStore
     LeaderboardsStore,
     TransparencyLogStore,
     PublishersStore,
-    BackupsStore {
+    BackupsStore,
+    ChainStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;
@@ -88,6 +91,7 @@ export type LedgerOperations = Pick<
   | "readStanding"
   | keyof WebhooksStore
   | keyof PublishersStore
+  | keyof ChainStore
   | "appendToLog"
   | "logCheckpoint"
   | "logStatus"

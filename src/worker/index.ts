@@ -14,6 +14,8 @@ import { PROJECTION_STEP_TARGET_MS, PROJECTION_STEP_TARGET_MS_POSTGRES } from ".
 import { configuredKinds } from "../domain/publishers.js";
 import { createPublishJobs, openPublishers } from "../publishers/index.js";
 import type { PublishJob } from "../publishers/publish-job.js";
+import type { ChainOperators } from "../chain/operators.js";
+import { ChainFollowJob } from "./chain-follow.js";
 
 /**
  * Background work as named, bounded jobs, run in every server process (`serve`) or alone
@@ -35,6 +37,8 @@ export interface Worker {
   transparencyLog: TransparencyLogJob;
   /** One per broker configured (EVENTS_NATS_URL, EVENTS_AMQP_URL): ../publishers/publish-job.ts. */
   publishers: PublishJob[];
+  /** Under CHAIN_RPC_URL: the operator registry followed (chain-follow.ts); else null. */
+  chainFollow: ChainFollowJob | null;
   /**
    * Connects each publisher and creates or checks its stream or exchange: throws
    * BrokerRefusedError (start-up stops with its line) when a broker refuses the configuration; a
@@ -46,15 +50,8 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-export function createWorker(store: LedgerStore, config: Config, clock: Clock, metrics: Metrics | null, log: FastifyBaseLogger): Worker {
-  const finalize = new Finalizer(
-    store,
-    clock,
-    { intervalMs: config.finalizerIntervalMs, batchesPerPass: config.finalizerBatchesPerPass },
-    metrics,
-    log.child({ job: "finalize" }),
-  );
-  const deliver = new DeliveryJob(
+function deliveryJob(store: LedgerStore, config: Config, clock: Clock, metrics: Metrics | null, log: FastifyBaseLogger): DeliveryJob {
+  return new DeliveryJob(
     store,
     clock,
     {
@@ -65,6 +62,24 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     metrics,
     log.child({ job: "deliver" }),
   );
+}
+
+export function createWorker(
+  store: LedgerStore,
+  config: Config,
+  clock: Clock,
+  metrics: Metrics | null,
+  log: FastifyBaseLogger,
+  chain: ChainOperators | null = null,
+): Worker {
+  const finalize = new Finalizer(
+    store,
+    clock,
+    { intervalMs: config.finalizerIntervalMs, batchesPerPass: config.finalizerBatchesPerPass },
+    metrics,
+    log.child({ job: "finalize" }),
+  );
+  const deliver = deliveryJob(store, config, clock, metrics, log);
   const purge = new PurgeJob(
     store,
     clock,
@@ -90,7 +105,17 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
   const windows = new WindowBoardsJob(store, {}, log.child({ job: "windows" }));
   const transparencyLog = new TransparencyLogJob(store, logSigningOf(store, config), clock, {}, log.child({ job: "transparency-log" }));
   const publishers = createPublishJobs(store, config.publishers, metrics, log);
-  const jobs = [finalize, deliver, purge, projection, windows, transparencyLog, ...publishers];
+  const chainFollow = chain === null ? null : new ChainFollowJob(store, chain, clock, log.child({ job: "chain-follow" }));
+  const jobs = [
+    finalize,
+    deliver,
+    purge,
+    projection,
+    windows,
+    transparencyLog,
+    ...publishers,
+    ...(chainFollow === null ? [] : [chainFollow]),
+  ];
   return {
     finalize,
     deliver,
@@ -99,6 +124,7 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     windows,
     transparencyLog,
     publishers,
+    chainFollow,
     openPublishers: () => openPublishers(publishers, log),
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {

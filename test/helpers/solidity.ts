@@ -16,7 +16,11 @@ const require = createRequire(import.meta.url);
 
 /** The sources by the name they are compiled under; `contracts/X.sol` or `test/contracts/X.sol`. */
 export const PROJECT_SOURCES = ["contracts/PointsDistributor.sol", "contracts/PointsOperatorRegistry.sol"] as const;
-export const TEST_SOURCES = ["test/contracts/TestToken.sol", "test/contracts/TestPointsContract.sol"] as const;
+export const TEST_SOURCES = [
+  "test/contracts/TestToken.sol",
+  "test/contracts/TestPointsContract.sol",
+  "test/contracts/TestOperatorsOnlyRegistry.sol",
+] as const;
 
 /** The settings the contracts are measured and documented with (docs/onchain.md, docs/performance.md). */
 export const SOLC_SETTINGS = { optimizer: { enabled: true, runs: 200 } } as const;

@@ -22,11 +22,21 @@ export function adminRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   adminPublisherRoutes(fastify, ctx);
   app.put(
     "/contracts/:contractAddress/operator",
-    { schema: { tags, security, params: ContractParams, body: OperatorBody, response: responses(Responses.operator, 400, 403) } },
+    {
+      schema: {
+        tags,
+        security,
+        params: ContractParams,
+        body: OperatorBody,
+        response: responses(Responses.operator, 400, 403, "OPERATORS_ON_CHAIN"),
+      },
+    },
     async (request) => {
       const contract = requireAddress(request.params.contractAddress, "contractAddress");
       const operator = requireAddress(request.body.operatorAddress, "operatorAddress");
       if (operator === ZERO_ADDRESS_KEY) throw validationFailed([{ path: "operatorAddress", message: ZERO_ADDRESS_MESSAGE }]);
+      // One source of truth at a time (API.md, Operators on chain).
+      if (ctx.chain !== null) throw new ApiError("OPERATORS_ON_CHAIN");
       await ctx.store.setOperator(contract, operator, ctx.clock.now(), actorOf(request));
       return { success: true as const, contractAddress: checksumAddress(contract), operatorAddress: checksumAddress(operator) };
     },

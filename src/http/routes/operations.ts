@@ -8,6 +8,7 @@ import type { Config } from "../../config.js";
 import type { AppContext } from "../context.js";
 import { metricsExample } from "../openapi-docs.js";
 import { refreshDatabaseGauges } from "../../metrics.js";
+import { registerChainGauges } from "../../chain/metrics.js";
 import { Responses, parametersResponseSchema, responses, textResponse } from "../schemas.js";
 
 /** `MINIMUM_<TYPE>_TRANSFER_SIZE` of every configured point type, in POINT_TYPES order. */
@@ -55,9 +56,13 @@ export function operationRoutes(app: FastifyInstance, ctx: AppContext): void {
       if (error instanceof StoreUnavailableError) throw error;
       throw unavailable("the database does not answer");
     }
+    // The default registry waits for the chain's id (API.md, Operators on chain).
+    if (ctx.chain !== null && !ctx.chain.ready)
+      throw unavailable("waiting for the chain's id to know its operator registry (CHAIN_RPC_URL)");
     return { success: true, status: "ready" };
   });
 
+  if (ctx.chain !== null) registerChainGauges(ctx.metrics.registry, ctx.chain);
   const metricsResponse = { 200: textResponse("text/plain", "Prometheus text exposition format.", metricsExample) };
   app.get("/metrics", { config: operational, schema: { tags: ["operations"], response: metricsResponse } }, async (_request, reply) => {
     await refreshDatabaseGauges(ctx.metrics, ctx.store, ctx.clock.now());

@@ -75,6 +75,8 @@ export interface AuthPort<Db, out M extends Io = Io> {
    */
   upsertOperator(db: Db, contract: AddressKey, operator: AddressKey, nowMs: number): Out<M, boolean>;
   deleteTokens(db: Db, contract: AddressKey): Out<M, void>;
+  /** Removes the contract's operator while it is `operator` (a ban read from the chain); false when it was not. */
+  deleteOperator(db: Db, contract: AddressKey, operator: AddressKey): Out<M, boolean>;
   // The AuthStore's reads and sign-in writes, one statement each (no flow decides around them).
   readOperator(db: Db, contract: AddressKey): Out<M, AddressKey | null>;
   listOperators(db: Db, query: OperatorQuery): Out<M, OperatorPage>;

@@ -9,6 +9,7 @@ import type { ProjectionPort, WindowBoardsPort } from "./leaderboards.js";
 import type { WebhooksPort } from "./webhooks.js";
 import type { TransparencyLogPort } from "./tlog.js";
 import type { PublishersPort } from "./publishers.js";
+import type { ChainPort } from "./chain.js";
 
 /** Appends events in the transition's own transaction (the outbox: an event exists iff its change committed). */
 export interface EventsAppendPort<Db, out M extends Io = Io> {
@@ -28,6 +29,7 @@ export interface LedgerPorts<Db, out M extends Io = Io> {
   windowBoards: WindowBoardsPort<Db, M>;
   webhooks: WebhooksPort<Db, M>;
   publishers: PublishersPort<Db, M>;
+  chain: ChainPort<Db, M>;
 }
 
 export interface TransactOptions<R> {

@@ -34,6 +34,15 @@ export async function upsertOperator(db: Queryable, contract: AddressKey, operat
   return rowCount === 1;
 }
 
+export async function deleteOperator(db: Queryable, contract: AddressKey, operator: AddressKey): Promise<boolean> {
+  const { rowCount } = await db.query({
+    name: "pl-delete-operator",
+    text: "DELETE FROM operators WHERE contract = $1 AND operator = $2",
+    values: [contract, operator],
+  });
+  return rowCount === 1;
+}
+
 export async function deleteTokens(db: Queryable, contract: AddressKey): Promise<void> {
   await db.query({ name: "pl-delete-tokens", text: "DELETE FROM tokens WHERE contract = $1", values: [contract] });
 }

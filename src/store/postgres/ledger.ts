@@ -12,6 +12,7 @@ import { windowBoards } from "./leaderboard-windows.js";
 import * as webhooks from "./webhooks.js";
 import { postgresTransparencyLog as log } from "./tlog.js";
 import { postgresPublishers as publishers } from "./publishers.js";
+import { postgresChain as chain } from "./chain.js";
 
 /** A client checked out of the pool (a transaction's), rather than the pool itself. */
 function isClient(db: Queryable): db is PgClient {
@@ -35,7 +36,7 @@ export function postgresLedger(pool: PgPool): LedgerDatabaseOf<Queryable, "async
     mode: "async",
     // Each table file's exports are its port's primitives, checked here against LedgerPorts (no list of names kept
     // beside the port's); projection, windowBoards and log are still objects of their files.
-    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log, publishers },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log, publishers, chain },
     transact: (work, options) => transaction(pool, work, options),
     read: (work) => work(pool),
     // Each batch commits alone (finalizeAttempt), so the pass itself holds no transaction: its

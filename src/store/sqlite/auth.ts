@@ -20,6 +20,10 @@ function upsertOperator(db: SqliteDb, contract: AddressKey, operator: AddressKey
   return changes === 1;
 }
 
+function deleteOperator(db: SqliteDb, contract: AddressKey, operator: AddressKey): boolean {
+  return statement(db, "DELETE FROM operators WHERE contract = ? AND operator = ?").run(contract, operator).changes === 1;
+}
+
 function deleteTokens(db: SqliteDb, contract: AddressKey): void {
   statement(db, "DELETE FROM tokens WHERE contract = ?").run(contract);
 }
@@ -95,6 +99,7 @@ export function deleteExpired(db: SqliteDb, nowMs: number): void {
 
 /** The operators and tokens tables for src/ledger/operator.ts, synchronously. */
 export const auth = {
+  deleteOperator,
   // One process writes, and its write transaction holds the database: a read is as good as a lock.
   lockOperator: readOperator,
   upsertOperator,

@@ -12,6 +12,7 @@ import { projection, windowBoards } from "./leaderboards.js";
 import * as webhooks from "./webhooks.js";
 import { sqliteTransparencyLog as log } from "./tlog.js";
 import { sqlitePublishers as publishers } from "./publishers.js";
+import { sqliteChain as chain } from "./chain.js";
 
 /**
  * Longest one finalization pass may hold the writer (and, better-sqlite3 being synchronous,
@@ -65,7 +66,7 @@ export function sqliteLedger(current: () => SqliteDb, begin: Begin = "immediate"
   return {
     mode: "sync",
     // webhooks.ts's exports are its port's primitives, checked here against LedgerPorts (no list of names to keep twice).
-    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log, publishers },
+    ports: { accounts, batches, credits, auth, apiKeys, events, projection, windowBoards, webhooks, log, publishers, chain },
     transact: (work, options) => transact(current(), work, options, begin),
     read: (work) => work(current()),
     finalizePass: (work) => {

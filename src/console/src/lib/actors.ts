@@ -15,6 +15,8 @@ export function actorText(actor: Actor): string {
       return "the administrator";
     case "system":
       return "the service";
+    case "chain":
+      return `the chain (block ${actor.blockNumber})`;
   }
 }
 

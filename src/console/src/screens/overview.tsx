@@ -26,6 +26,7 @@ export function Overview() {
   return (
     <section aria-labelledby="overview-title">
       <h1 id="overview-title">Overview</h1>
+      <OperatorSource />
       {balances.error && (
         <p role="alert" class="error">
           {balances.error}
@@ -98,6 +99,34 @@ export function Overview() {
         <WebhookHealth version={heavyVersion} />
       </div>
     </section>
+  );
+}
+
+/**
+ * Where this contract's operator comes from: registered by the administrator, or named on chain
+ * in the operator registry that the service reads (GET /v1/chain), with the block last read.
+ */
+function OperatorSource() {
+  const { client, session } = useConsole();
+  const source = useLoad(async () => ({ chain: await client.getChain() }), []);
+  const operator = session.operatorAddress;
+  const chain = source.data?.chain;
+  return (
+    <p class="operator-source" data-testid="operator-source" data-source={chain === undefined ? "" : chain === null ? "admin" : "chain"}>
+      <span>Operator{operator === null ? "" : " "}</span>
+      {operator !== null && <span class="mono">{operator}</span>}
+      {source.error && <span class="error"> ({source.error})</span>}
+      {chain === null && <span>: registered by the administrator.</span>}
+      {chain && (
+        <span>
+          : named on chain {chain.chainId ?? "?"} in the operator registry{" "}
+          <span class="mono">{chain.registry ?? "(waiting for the chain's id)"}</span>, read at {chain.blockTag} block{" "}
+          {chain.blockNumber ?? "—"}
+          {chain.state === "unavailable" ? " (the chain does not answer now; sign-ins wait)" : ""}. A change or a ban on chain ends this
+          session.
+        </span>
+      )}
+    </p>
   );
 }
 

@@ -573,4 +573,30 @@ export const MIGRATIONS: Migration[] = [
     name: "backup_state",
     sql: `CREATE TABLE backup_state (id INTEGER PRIMARY KEY CHECK (id = 1), last_success_at_ms BIGINT NOT NULL);`,
   },
+  {
+    // Operators on chain (API.md; store/postgres/chain.ts): what the operator registry said of each
+    // followed contract and at which block (a read older than the stored one changes nothing), and
+    // the follower's row: the last block it read at, and the lease that lets one instance follow.
+    version: 21,
+    name: "chain_operators",
+    sql: `
+      CREATE TABLE chain_operators (
+        contract TEXT PRIMARY KEY,
+        operator TEXT,
+        banned BOOLEAN NOT NULL,
+        block_number BIGINT NOT NULL,
+        block_hash TEXT NOT NULL,
+        read_at_ms BIGINT NOT NULL
+      );
+      CREATE TABLE chain_follow (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        block_number BIGINT,
+        block_hash TEXT,
+        read_at_ms BIGINT,
+        lease_token TEXT,
+        lease_until_ms BIGINT
+      );
+      INSERT INTO chain_follow (id) VALUES (1);
+    `,
+  },
 ];

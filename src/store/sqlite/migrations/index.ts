@@ -709,4 +709,29 @@ export const MIGRATIONS: Migration[] = [
     name: "backup_state",
     sql: `CREATE TABLE backup_state (id INTEGER PRIMARY KEY CHECK (id = 1), last_success_at_ms INTEGER NOT NULL);`,
   },
+  {
+    // Operators on chain (API.md; store/sqlite/chain.ts): what the operator registry said of each
+    // followed contract and at which block, and the follower's row (last block read, its lease).
+    version: 24,
+    name: "chain_operators",
+    sql: `
+      CREATE TABLE chain_operators (
+        contract TEXT PRIMARY KEY,
+        operator TEXT,
+        banned INTEGER NOT NULL,
+        block_number INTEGER NOT NULL,
+        block_hash TEXT NOT NULL,
+        read_at_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE chain_follow (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        block_number INTEGER,
+        block_hash TEXT,
+        read_at_ms INTEGER,
+        lease_token TEXT,
+        lease_until_ms INTEGER
+      );
+      INSERT INTO chain_follow (id) VALUES (1);
+    `,
+  },
 ];
