@@ -20,10 +20,13 @@ function answer(results: { success: boolean; operator: string; banned: boolean }
   return encodeAbiParameters(
     [{ type: "tuple[]", components: [{ type: "bool" }, { type: "bytes" }] }],
     [
-      results.map(({ success, operator, banned }) => [
-        success,
-        encodeAbiParameters([{ type: "address" }, { type: "bool" }, { type: "uint256" }], [operator as Hex, banned, 0n]),
-      ]),
+      results.map(
+        ({ success, operator, banned }) =>
+          [
+            success,
+            encodeAbiParameters([{ type: "address" }, { type: "bool" }, { type: "uint256" }], [operator as Hex, banned, 0n]),
+          ] as const,
+      ),
     ],
   ) as Hex;
 }
@@ -64,7 +67,11 @@ describe("the registry's multicall answer", () => {
     const encoded = aggregate3Calldata(ZERO.replace(/0$/, "1") as AddressKey, "readStatus", contracts);
     const expected = encodeAbiParameters(
       [{ type: "tuple[]", components: [{ type: "address" }, { type: "bool" }, { type: "bytes" }] }],
-      [contracts.map((contract) => [ZERO.replace(/0$/, "1") as Hex, false, `0x7c225982${contract.slice(2).padStart(64, "0")}` as Hex])],
+      [
+        contracts.map(
+          (contract) => [ZERO.replace(/0$/, "1") as Hex, false, `0x7c225982${contract.slice(2).padStart(64, "0")}` as Hex] as const,
+        ),
+      ],
     );
     expect(encoded).toBe(`0x82ad56cb${expected.slice(2)}`);
   });
