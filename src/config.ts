@@ -75,6 +75,13 @@ export interface Config {
   sqliteSynchronous: "FULL" | "NORMAL";
   pgPoolSize: number;
   pgStatementTimeoutMs: number;
+  /**
+   * DATABASE_READ_URL: a PostgreSQL replica (or HAProxy's replica port) for the reads that state
+   * their freshness or change rarely (src/store/postgres/replica.ts); null: every read on the primary.
+   */
+  databaseReadUrl: string | null;
+  /** REPLICA_MAX_LAG_SECONDS: a replica further behind than this serves nothing until it catches up (the reads go to the primary). */
+  replicaMaxLagSeconds: number;
   shutdownTimeoutMs: number;
   /** EVENT_RETENTION_DAYS: events older than this are purged; a cursor before them is 410 CURSOR_EXPIRED. */
   eventRetentionDays: number;
@@ -187,18 +194,39 @@ function readPointTypes(env: Env): Pick<Config, "pointTypes" | "minimumTransferU
 function readDatabaseUrl(env: Env): string {
   const url = env.DATABASE_URL || "sqlite:./data/points.db";
   if (/^sqlite:.+/.test(url)) return url;
-  if (/^postgres(ql)?:\/\/.+/.test(url)) {
-    // Not echoed: the URL may hold a password.
-    if (!parsesAsPostgresUrl(url)) {
-      throw new ConfigError(
-        "DATABASE_URL",
-        "is not a valid postgres://user:password@host:port/database URL (percent-encode any @ : / ? # in the password)",
-      );
-    }
-    return url;
-  }
+  if (/^postgres(ql)?:\/\/.+/.test(url)) return checkedPostgresUrl("DATABASE_URL", url);
   throw new ConfigError("DATABASE_URL", `must be sqlite:<path> or postgres://…, got "${url}"`);
 }
+
+function checkedPostgresUrl(variable: string, url: string): string {
+  // Not echoed: the URL may hold a password.
+  if (!parsesAsPostgresUrl(url)) {
+    throw new ConfigError(
+      variable,
+      "is not a valid postgres://user:password@host:port/database URL (percent-encode any @ : / ? # in the password)",
+    );
+  }
+  return url;
+}
+
+/**
+ * DATABASE_READ_URL and REPLICA_MAX_LAG_SECONDS (docs/operations.md, Reads from a replica). A
+ * replica is PostgreSQL's: SQLite has none, so the setting beside a SQLite DATABASE_URL stops
+ * start-up rather than being ignored.
+ */
+function readReplica(env: Env, databaseUrl: string): Pick<Config, "databaseReadUrl" | "replicaMaxLagSeconds"> {
+  const replicaMaxLagSeconds = readSeconds(env, "REPLICA_MAX_LAG_SECONDS", DEFAULT_REPLICA_MAX_LAG_SECONDS, 1, 3600);
+  const url = env.DATABASE_READ_URL?.trim() || null;
+  if (url === null) return { databaseReadUrl: null, replicaMaxLagSeconds };
+  if (!databaseUrl.startsWith("postgres")) {
+    throw new ConfigError("DATABASE_READ_URL", "needs a PostgreSQL DATABASE_URL (SQLite has no replicas): unset it, or move to PostgreSQL");
+  }
+  if (!/^postgres(ql)?:\/\/.+/.test(url)) throw new ConfigError("DATABASE_READ_URL", "must be a postgres://… URL of a replica");
+  return { databaseReadUrl: checkedPostgresUrl("DATABASE_READ_URL", url), replicaMaxLagSeconds };
+}
+
+/** docs/operations.md, Reads from a replica: what a public page may show late, and still say how late (`through`). */
+const DEFAULT_REPLICA_MAX_LAG_SECONDS = 5;
 
 /**
  * Whether node-postgres can read the URL: the same parse pg-connection-string makes (spaces
@@ -296,10 +324,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError("DEFAULT_FINALIZE_SECONDS", `must be ≥ MINIMUM_FINALIZE_SECONDS (${minimumFinalizeSeconds})`);
   }
   const maxTransfersPerBatch = readInt(env, "MAX_TRANSFERS_PER_BATCH", 2000, 1, MAX_TRANSFERS_PER_BATCH_LIMIT);
+  const databaseUrl = readDatabaseUrl(env);
   return {
     port: readInt(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "127.0.0.1",
-    databaseUrl: readDatabaseUrl(env),
+    databaseUrl,
+    ...readReplica(env, databaseUrl),
     adminToken: readAdminToken(env),
     minimumFinalizeSeconds,
     defaultFinalizeSeconds,

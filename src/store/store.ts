@@ -11,6 +11,7 @@ import type { Violation } from "./ports/verify.js";
 import type { TransparencyLogStore } from "./ports/tlog.js";
 import type { WebhooksStore } from "./ports/webhooks.js";
 import type { PublishersStore } from "./ports/publishers.js";
+import type { ReplicaStore } from "./ports/replica.js";
 
 /**
  * The LedgerStore port, composed of one port per concern (./ports/). Every operation that touches
@@ -33,6 +34,7 @@ export type * from "./ports/leaderboards.js";
 export type * from "./ports/point-types.js";
 export type * from "./ports/tlog.js";
 export type * from "./ports/publishers.js";
+export type * from "./ports/replica.js";
 // Snapshots' port also holds a class (SnapshotBuildAbandonedError): a value export.
 export * from "./ports/snapshots.js";
 
@@ -55,7 +57,8 @@ export interface LedgerStore
     HistoryStore,
     LeaderboardsStore,
     TransparencyLogStore,
-    PublishersStore {
+    PublishersStore,
+    ReplicaStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;

@@ -1,4 +1,4 @@
-import type { LedgerFlows, LedgerStore } from "../store.js";
+import type { CommittedEventsListener, LedgerFlows, LedgerStore, ReplicaStore } from "../store.js";
 import { accounts } from "./accounts.js";
 import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
@@ -138,7 +138,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
     sqliteLeaderboardReads(projectionConnection, projection.requests),
     afterEachPass(projection, () => db),
   );
-  const store: LedgerStore = {
+  const store: Omit<LedgerStore, keyof ReplicaStore> = {
     kind: "sqlite",
     projectionAside: projection.aside,
     ...ledger,
@@ -194,5 +194,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
       if (succeeded) committed.emit(events);
     },
   );
-  return { ...guarded, onCommittedEvents: (listener) => committed.subscribe(listener) };
+  const own = { ...guarded, onCommittedEvents: (listener: CommittedEventsListener) => committed.subscribe(listener) };
+  // SQLite has no replicas (config.ts refuses DATABASE_READ_URL with it): the reads a replica may serve are its own.
+  return { ...own, replicaReads: own, checkReplica: async () => null };
 }
