@@ -10,6 +10,7 @@ import { PurgeJob } from "./purge.js";
 import { TransparencyLogJob } from "./tlog.js";
 import { logSigningOf } from "../auth/log-signing-key.js";
 import { WindowBoardsJob } from "./window-boards.js";
+import { ReplicaCheckJob } from "./replica-check.js";
 import { PROJECTION_STEP_TARGET_MS, PROJECTION_STEP_TARGET_MS_POSTGRES } from "../domain/limits.js";
 import { configuredKinds } from "../domain/publishers.js";
 import { createPublishJobs, openPublishers } from "../publishers/index.js";
@@ -21,7 +22,8 @@ import type { PublishJob } from "../publishers/publish-job.js";
  * projection (projection.ts: the finalized batches into the leaderboards and balance history,
  * after the finalization), windows (window-boards.ts: the window boards that reads asked for),
  * transparencyLog (tlog.ts: the committed events into the transparency log, and its checkpoints),
- * publishers (../publishers/: the committed events to NATS JetStream and RabbitMQ). Each
+ * publishers (../publishers/: the committed events to NATS JetStream and RabbitMQ), replicaCheck
+ * (replica-check.ts: whether the replica of DATABASE_READ_URL serves reads). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).
@@ -35,6 +37,8 @@ export interface Worker {
   transparencyLog: TransparencyLogJob;
   /** One per broker configured (EVENTS_NATS_URL, EVENTS_AMQP_URL): ../publishers/publish-job.ts. */
   publishers: PublishJob[];
+  /** Started with the others, or alone by a server without them (FINALIZER_ENABLED=false): it serves reads all the same. */
+  replicaCheck: ReplicaCheckJob;
   /**
    * Connects each publisher and creates or checks its stream or exchange: throws
    * BrokerRefusedError (start-up stops with its line) when a broker refuses the configuration; a
@@ -90,7 +94,8 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
   const windows = new WindowBoardsJob(store, {}, log.child({ job: "windows" }));
   const transparencyLog = new TransparencyLogJob(store, logSigningOf(store, config), clock, {}, log.child({ job: "transparency-log" }));
   const publishers = createPublishJobs(store, config.publishers, metrics, log);
-  const jobs = [finalize, deliver, purge, projection, windows, transparencyLog, ...publishers];
+  const replicaCheck = new ReplicaCheckJob(store, metrics, log.child({ job: "replica-check" }));
+  const jobs = [finalize, deliver, purge, projection, windows, transparencyLog, replicaCheck, ...publishers];
   return {
     finalize,
     deliver,
@@ -99,6 +104,7 @@ export function createWorker(store: LedgerStore, config: Config, clock: Clock, m
     windows,
     transparencyLog,
     publishers,
+    replicaCheck,
     openPublishers: () => openPublishers(publishers, log),
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {

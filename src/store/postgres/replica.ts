@@ -41,7 +41,10 @@ export interface PostgresStoreOptions extends PostgresOptions {
 
 /** The primary's WAL position: every commit acknowledged so far is at or before it. */
 async function primaryWalPosition(primary: PgPool): Promise<bigint> {
-  const { rows } = await primary.query<{ lsn: string }>({ name: "pl-replica-primary-lsn", text: "SELECT pg_current_wal_lsn()::text AS lsn" });
+  const { rows } = await primary.query<{ lsn: string }>({
+    name: "pl-replica-primary-lsn",
+    text: "SELECT pg_current_wal_lsn()::text AS lsn",
+  });
   return parseLsn(rows[0]!.lsn);
 }
 
