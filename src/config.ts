@@ -210,19 +210,20 @@ function checkedPostgresUrl(variable: string, url: string): string {
 }
 
 /**
- * DATABASE_READ_URL and REPLICA_MAX_LAG_SECONDS (docs/operations.md, Reads from a replica). A
+ * DATABASE_URL, DATABASE_READ_URL and REPLICA_MAX_LAG_SECONDS (docs/operations.md, Reads from a replica). A
  * replica is PostgreSQL's: SQLite has none, so the setting beside a SQLite DATABASE_URL stops
  * start-up rather than being ignored.
  */
-function readReplica(env: Env, databaseUrl: string): Pick<Config, "databaseReadUrl" | "replicaMaxLagSeconds"> {
+function readDatabaseUrls(env: Env): Pick<Config, "databaseUrl" | "databaseReadUrl" | "replicaMaxLagSeconds"> {
+  const databaseUrl = readDatabaseUrl(env);
   const replicaMaxLagSeconds = readSeconds(env, "REPLICA_MAX_LAG_SECONDS", DEFAULT_REPLICA_MAX_LAG_SECONDS, 1, 3600);
   const url = env.DATABASE_READ_URL?.trim() || null;
-  if (url === null) return { databaseReadUrl: null, replicaMaxLagSeconds };
+  if (url === null) return { databaseUrl, databaseReadUrl: null, replicaMaxLagSeconds };
   if (!databaseUrl.startsWith("postgres")) {
     throw new ConfigError("DATABASE_READ_URL", "needs a PostgreSQL DATABASE_URL (SQLite has no replicas): unset it, or move to PostgreSQL");
   }
   if (!/^postgres(ql)?:\/\/.+/.test(url)) throw new ConfigError("DATABASE_READ_URL", "must be a postgres://… URL of a replica");
-  return { databaseReadUrl: checkedPostgresUrl("DATABASE_READ_URL", url), replicaMaxLagSeconds };
+  return { databaseUrl, databaseReadUrl: checkedPostgresUrl("DATABASE_READ_URL", url), replicaMaxLagSeconds };
 }
 
 /** docs/operations.md, Reads from a replica: what a public page may show late, and still say how late (`through`). */
@@ -324,12 +325,10 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError("DEFAULT_FINALIZE_SECONDS", `must be ≥ MINIMUM_FINALIZE_SECONDS (${minimumFinalizeSeconds})`);
   }
   const maxTransfersPerBatch = readInt(env, "MAX_TRANSFERS_PER_BATCH", 2000, 1, MAX_TRANSFERS_PER_BATCH_LIMIT);
-  const databaseUrl = readDatabaseUrl(env);
   return {
     port: readInt(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "127.0.0.1",
-    databaseUrl,
-    ...readReplica(env, databaseUrl),
+    ...readDatabaseUrls(env),
     adminToken: readAdminToken(env),
     minimumFinalizeSeconds,
     defaultFinalizeSeconds,
