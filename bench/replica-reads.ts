@@ -210,6 +210,14 @@ async function drainRate(primary: Postgres, tag: string): Promise<{ transfersPer
   };
 }
 
+/** Transactions the server has committed (pg_stat_database, flushed by each backend within about a second): where the reads' work landed. */
+async function transactionsOn(cluster: Postgres): Promise<number> {
+  const rows = await cluster.query<{ commits: string }>(
+    "SELECT xact_commit::text AS commits FROM pg_stat_database WHERE datname = current_database()",
+  );
+  return Number(rows[0]!.commits);
+}
+
 async function servedBy(api: ChildService): Promise<{ replica: number; primary: number }> {
   const text = await scrapeMetrics(api);
   return {
@@ -231,6 +239,7 @@ async function measure(setup: Setup, options: Options, withReaders: boolean, ind
     Date.now() + 60_000,
   );
   const before = await servedBy(setup.api);
+  const transactionsBefore = { primary: await transactionsOn(setup.primary), replica: await transactionsOn(setup.replica) };
   const readers = withReaders ? startReaders(setup, options.readers, options.readsPerReaderPerSec) : null;
   if (readers) await sleep(READERS_WARMUP_MS);
   const finalizer = await startServe(`finalizer-${index}`, serverEnv(setup, true));
@@ -243,6 +252,10 @@ async function measure(setup: Setup, options: Options, withReaders: boolean, ind
   );
   const reads = readers ? await readers.stop() : null;
   const after = await servedBy(setup.api);
+  const transactions = {
+    primary: (await transactionsOn(setup.primary)) - transactionsBefore.primary,
+    replica: (await transactionsOn(setup.replica)) - transactionsBefore.replica,
+  };
   await finalizer.stop();
   const drain = await drainRate(setup.primary, tag);
   const result = {
@@ -253,6 +266,7 @@ async function measure(setup: Setup, options: Options, withReaders: boolean, ind
     reads: reads === null ? null : { ...reads, perSec: round(reads.reads / reads.seconds) },
     servedByReplica: after.replica - before.replica,
     servedByPrimary: after.primary - before.primary,
+    transactions,
   };
   log(JSON.stringify(result));
   return result;
