@@ -6,6 +6,7 @@ import { oneOfMessage } from "./domain/messages.js";
 import { parsePoints } from "./domain/points.js";
 import { parseSignerKey } from "./domain/signed-note.js";
 import type { PublishersConfig } from "./domain/publishers.js";
+import { REPLICA_CHECK_INTERVAL_MS } from "./domain/replica-lag.js";
 
 /**
  * Every setting, read once from the environment and validated. An invalid setting stops
@@ -216,7 +217,13 @@ function checkedPostgresUrl(variable: string, url: string): string {
  */
 function readDatabaseUrls(env: Env): Pick<Config, "databaseUrl" | "databaseReadUrl" | "replicaMaxLagSeconds"> {
   const databaseUrl = readDatabaseUrl(env);
-  const replicaMaxLagSeconds = readSeconds(env, "REPLICA_MAX_LAG_SECONDS", DEFAULT_REPLICA_MAX_LAG_SECONDS, 1, 3600);
+  const replicaMaxLagSeconds = readSeconds(
+    env,
+    "REPLICA_MAX_LAG_SECONDS",
+    DEFAULT_REPLICA_MAX_LAG_SECONDS,
+    MIN_REPLICA_MAX_LAG_SECONDS,
+    3600,
+  );
   const url = env.DATABASE_READ_URL?.trim() || null;
   if (url === null) return { databaseUrl, databaseReadUrl: null, replicaMaxLagSeconds };
   if (!databaseUrl.startsWith("postgres")) {
@@ -228,6 +235,11 @@ function readDatabaseUrls(env: Env): Pick<Config, "databaseUrl" | "databaseReadU
 
 /** docs/operations.md, Reads from a replica: what a public page may show late, and still say how late (`through`). */
 const DEFAULT_REPLICA_MAX_LAG_SECONDS = 5;
+/**
+ * Two checks' interval: the lag measured of a replica that keeps up is the age of the last check
+ * (src/domain/replica-lag.ts), so a bound below it would drop the replica between checks.
+ */
+const MIN_REPLICA_MAX_LAG_SECONDS = (2 * REPLICA_CHECK_INTERVAL_MS) / 1000;
 
 /**
  * Whether node-postgres can read the URL: the same parse pg-connection-string makes (spaces

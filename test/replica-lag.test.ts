@@ -82,7 +82,7 @@ describe("DATABASE_READ_URL and REPLICA_MAX_LAG_SECONDS", () => {
     );
     expect(refusal({ DATABASE_URL: PRIMARY, DATABASE_READ_URL: "mysql://r@h/db" })).toContain("DATABASE_READ_URL must be a postgres://");
     expect(refusal({ DATABASE_URL: PRIMARY, DATABASE_READ_URL: "postgres://r:secret@[::1/db" })).not.toContain("secret");
-    for (const bad of ["0", "0.5", "3601", "five", "-1"])
+    for (const bad of ["0", "1.5", "3601", "five", "-1"])
       expect(refusal({ DATABASE_URL: PRIMARY, REPLICA_MAX_LAG_SECONDS: bad })).toContain("REPLICA_MAX_LAG_SECONDS");
   });
 });
