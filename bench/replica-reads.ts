@@ -20,7 +20,7 @@ import { pollUntil, quantile, round, sleep } from "./stats.js";
  * alternate without / with readers, `--pairs` times. On one machine the replica shares the
  * primary's cores: the pair shows that the reads leave the primary, not how far replicas scale.
  *
- * Run: npm run build && node dist/bench/replica-reads.js [--pairs 2] [--batches 150] [--readers 1000] [--reads-per-reader-per-sec 1]
+ * Run: npm run build && node dist/bench/replica-reads.js [--pairs 2] [--batches 150] [--readers 1000] [--reader-interval-seconds 1]
  */
 
 const DEFAULTS = loadConfig({});
@@ -43,7 +43,8 @@ interface Options {
   pairs: number;
   batches: number;
   readers: number;
-  readsPerReaderPerSec: number;
+  /** Each reader reads once every this many seconds (the readers' total rate: readers / this). */
+  readerIntervalSec: number;
 }
 
 function parseOptions(): Options {
@@ -52,7 +53,7 @@ function parseOptions(): Options {
       pairs: { type: "string", default: "2" },
       batches: { type: "string", default: "150" },
       readers: { type: "string", default: "1000" },
-      "reads-per-reader-per-sec": { type: "string", default: "1" },
+      "reader-interval-seconds": { type: "string", default: "1" },
     },
   });
   const whole = (name: string, raw: string) => {
@@ -64,7 +65,7 @@ function parseOptions(): Options {
     pairs: whole("pairs", values.pairs),
     batches: whole("batches", values.batches),
     readers: whole("readers", values.readers),
-    readsPerReaderPerSec: whole("reads-per-reader-per-sec", values["reads-per-reader-per-sec"]),
+    readerIntervalSec: whole("reader-interval-seconds", values["reader-interval-seconds"]),
   };
 }
 
@@ -150,8 +151,12 @@ interface Readers {
   }>;
 }
 
-/** `readers` connections, each reading the contract's public leaderboard `rate` times a second, until stopped. */
-function startReaders(setup: Setup, readers: number, rate: number): Readers {
+/**
+ * `readers` connections reading the contract's public leaderboard, together `readers /
+ * intervalSec` times a second (each about once every intervalSec), until stopped; the replica's
+ * state sampled every second meanwhile.
+ */
+function startReaders(setup: Setup, readers: number, intervalSec: number): Readers {
   const latenciesMs: number[] = [];
   const startedMs = performance.now();
   let finished: (result: autocannon.Result) => void = () => undefined;
@@ -160,7 +165,7 @@ function startReaders(setup: Setup, readers: number, rate: number): Readers {
     {
       url: `${setup.api.url}/v1/contracts/${setup.operator.contract}/leaderboard?pointType=${POINT_TYPE}&limit=100`,
       connections: readers,
-      connectionRate: rate,
+      overallRate: Math.max(1, Math.round(readers / intervalSec)),
       duration: 3600,
       timeout: 30,
     },
@@ -170,7 +175,20 @@ function startReaders(setup: Setup, readers: number, rate: number): Readers {
     },
   );
   const warmupLatenciesMs: number[] = [];
+  const statuses = new Map<number, number>();
+  const replicaSamples: { inUse: number; lagSeconds: number }[] = [];
+  const sampler = setInterval(() => {
+    scrapeMetrics(setup.api)
+      .then((text) =>
+        replicaSamples.push({
+          inUse: metricValue(text, "points_database_replica_in_use"),
+          lagSeconds: metricValue(text, "points_database_replica_lag_seconds"),
+        }),
+      )
+      .catch(() => undefined);
+  }, 1000);
   instance.on("response", (_client, statusCode, _bytes, responseTimeMs) => {
+    statuses.set(statusCode, (statuses.get(statusCode) ?? 0) + 1);
     if (statusCode !== 200) return;
     latenciesMs.push(responseTimeMs);
     if (performance.now() - startedMs < READERS_WARMUP_MS) warmupLatenciesMs.push(responseTimeMs);
@@ -178,6 +196,7 @@ function startReaders(setup: Setup, readers: number, rate: number): Readers {
   return {
     stop: async () => {
       instance.stop();
+      clearInterval(sampler);
       const result = await done;
       const seconds = (performance.now() - startedMs) / 1000;
       return {
@@ -188,6 +207,9 @@ function startReaders(setup: Setup, readers: number, rate: number): Readers {
         p50Ms: round(quantile(latenciesMs, 0.5), 1),
         p99Ms: round(quantile(latenciesMs, 0.99), 1),
         beforeFinalizerP50Ms: round(quantile(warmupLatenciesMs, 0.5), 1),
+        statuses: Object.fromEntries(statuses),
+        replicaInUseShare: round(replicaSamples.filter((sample) => sample.inUse === 1).length / Math.max(1, replicaSamples.length), 2),
+        replicaLagMaxSeconds: round(Math.max(0, ...replicaSamples.map((sample) => sample.lagSeconds)), 1),
       };
     },
   };
@@ -241,7 +263,7 @@ async function measure(setup: Setup, options: Options, withReaders: boolean, ind
   );
   const before = await servedBy(setup.api);
   const transactionsBefore = { primary: await transactionsOn(setup.primary), replica: await transactionsOn(setup.replica) };
-  const readers = withReaders ? startReaders(setup, options.readers, options.readsPerReaderPerSec) : null;
+  const readers = withReaders ? startReaders(setup, options.readers, options.readerIntervalSec) : null;
   if (readers) await sleep(READERS_WARMUP_MS);
   const finalizer = await startServe(`finalizer-${index}`, serverEnv(setup, true));
   const expected = options.batches * TRANSFERS_PER_BATCH;
@@ -305,7 +327,7 @@ async function main(): Promise<void> {
     const withReaders = measures.filter((m) => m.readers > 0);
     const summary = {
       readers: options.readers,
-      readsPerReaderPerSec: options.readsPerReaderPerSec,
+      readerIntervalSec: options.readerIntervalSec,
       batchesPerMeasure: options.batches,
       finalizedPerSecWithoutReaders: median(without.map((m) => m.finalizedPerSec)),
       finalizedPerSecWithReaders: median(withReaders.map((m) => m.finalizedPerSec)),

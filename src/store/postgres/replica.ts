@@ -12,7 +12,8 @@ import { REPLICA_READ_NAMES, type ReplicaReads, type ReplicaStatus } from "../po
 import { countReplicaRead } from "../replica-health.js";
 import * as accounts from "./accounts.js";
 import * as credits from "./credits.js";
-import { createPool, guard, isConnectionError, mustDiscard, type PgPool, type PostgresOptions } from "./db.js";
+import { createPool, errorKindOf, guard, type PgPool, type PostgresOptions } from "./db.js";
+import type { DatabaseErrorKind } from "../database-health.js";
 import { historyOperations } from "./history.js";
 import { snapshotOperations } from "./snapshots.js";
 import { transfers } from "./transfers.js";
@@ -26,7 +27,9 @@ import { transfers } from "./transfers.js";
  * otherwise the read goes to the primary. A read that fails on the replica (it went down, a
  * recovery conflict cancelled the statement) is run again on the primary, so a replica's failure
  * is never the answer's; one that finds nothing the primary may have (a snapshot just taken) is
- * asked of the primary too.
+ * asked of the primary too. A replica that is only busy (no free connection within the pool's
+ * wait, a statement past its timeout) answers 503 + Retry-After as the primary would when busy:
+ * sending its readers to the primary would load the writes with them.
  */
 
 export interface ReplicaOptions {
@@ -60,6 +63,9 @@ async function replicaReplayPosition(replica: PgPool): Promise<bigint | null> {
 
 type Side = "replica" | "primary";
 
+/** Failures after which the replica counts as gone until a check reaches it again. */
+const DISCARDING_KINDS: ReadonlySet<DatabaseErrorKind> = new Set(["connection", "shutdown", "vanished", "read_only"]);
+
 export class ReplicaRouter {
   private samples: PrimarySample[] = [];
   private state: ReplicaState;
@@ -88,8 +94,14 @@ export class ReplicaRouter {
     try {
       result = await work("replica");
     } catch (error) {
+      const kind = errorKindOf(error);
+      // The replica busy (no free connection in time, a statement past its timeout): the primary is
+      // not asked instead, which would move the readers' load onto the writes (measured: bench/replica-reads.ts).
+      if (kind === "overloaded" || kind === "timeout") throw error;
       // The replica went away: not used until a check reaches it again (within REPLICA_CHECK_INTERVAL_MS).
-      if (isConnectionError(error) || mustDiscard(error)) this.markUnreachable(error);
+      if (kind !== undefined && DISCARDING_KINDS.has(kind)) this.markUnreachable(error);
+      // Gone, or a statement cancelled by a recovery conflict (the replica's own), or any other
+      // failure: the primary answers, or fails as it would have anyway.
       return this.onPrimary(work);
     }
     if (absent(result)) return this.onPrimary(work);
