@@ -8,6 +8,7 @@ import { parseSignerKey } from "./domain/signed-note.js";
 import type { PublishersConfig } from "./domain/publishers.js";
 import { parseAddress } from "./domain/address.js";
 import { CHAIN_BLOCK_TAGS, type ChainConfig } from "./domain/chain.js";
+import { REPLICA_CHECK_INTERVAL_MS } from "./domain/replica-lag.js";
 
 /**
  * Every setting, read once from the environment and validated. An invalid setting stops
@@ -77,6 +78,13 @@ export interface Config {
   sqliteSynchronous: "FULL" | "NORMAL";
   pgPoolSize: number;
   pgStatementTimeoutMs: number;
+  /**
+   * DATABASE_READ_URL: a PostgreSQL replica (or HAProxy's replica port) for the reads that state
+   * their freshness or change rarely (src/store/postgres/replica.ts); null: every read on the primary.
+   */
+  databaseReadUrl: string | null;
+  /** REPLICA_MAX_LAG_SECONDS: a replica further behind than this serves nothing until it catches up (the reads go to the primary). */
+  replicaMaxLagSeconds: number;
   shutdownTimeoutMs: number;
   /** EVENT_RETENTION_DAYS: events older than this are purged; a cursor before them is 410 CURSOR_EXPIRED. */
   eventRetentionDays: number;
@@ -194,18 +202,51 @@ function readPointTypes(env: Env): Pick<Config, "pointTypes" | "minimumTransferU
 function readDatabaseUrl(env: Env): string {
   const url = env.DATABASE_URL || "sqlite:./data/points.db";
   if (/^sqlite:.+/.test(url)) return url;
-  if (/^postgres(ql)?:\/\/.+/.test(url)) {
-    // Not echoed: the URL may hold a password.
-    if (!parsesAsPostgresUrl(url)) {
-      throw new ConfigError(
-        "DATABASE_URL",
-        "is not a valid postgres://user:password@host:port/database URL (percent-encode any @ : / ? # in the password)",
-      );
-    }
-    return url;
-  }
+  if (/^postgres(ql)?:\/\/.+/.test(url)) return checkedPostgresUrl("DATABASE_URL", url);
   throw new ConfigError("DATABASE_URL", `must be sqlite:<path> or postgres://…, got "${url}"`);
 }
+
+function checkedPostgresUrl(variable: string, url: string): string {
+  // Not echoed: the URL may hold a password.
+  if (!parsesAsPostgresUrl(url)) {
+    throw new ConfigError(
+      variable,
+      "is not a valid postgres://user:password@host:port/database URL (percent-encode any @ : / ? # in the password)",
+    );
+  }
+  return url;
+}
+
+/**
+ * DATABASE_URL, DATABASE_READ_URL and REPLICA_MAX_LAG_SECONDS (docs/operations.md, Reads from a replica). A
+ * replica is PostgreSQL's: SQLite has none, so the setting beside a SQLite DATABASE_URL stops
+ * start-up rather than being ignored.
+ */
+function readDatabaseUrls(env: Env): Pick<Config, "databaseUrl" | "databaseReadUrl" | "replicaMaxLagSeconds"> {
+  const databaseUrl = readDatabaseUrl(env);
+  const replicaMaxLagSeconds = readSeconds(
+    env,
+    "REPLICA_MAX_LAG_SECONDS",
+    DEFAULT_REPLICA_MAX_LAG_SECONDS,
+    MIN_REPLICA_MAX_LAG_SECONDS,
+    3600,
+  );
+  const url = env.DATABASE_READ_URL?.trim() || null;
+  if (url === null) return { databaseUrl, databaseReadUrl: null, replicaMaxLagSeconds };
+  if (!databaseUrl.startsWith("postgres")) {
+    throw new ConfigError("DATABASE_READ_URL", "needs a PostgreSQL DATABASE_URL (SQLite has no replicas): unset it, or move to PostgreSQL");
+  }
+  if (!/^postgres(ql)?:\/\/.+/.test(url)) throw new ConfigError("DATABASE_READ_URL", "must be a postgres://… URL of a replica");
+  return { databaseUrl, databaseReadUrl: checkedPostgresUrl("DATABASE_READ_URL", url), replicaMaxLagSeconds };
+}
+
+/** docs/operations.md, Reads from a replica: what a public page may show late, and still say how late (`through`). */
+const DEFAULT_REPLICA_MAX_LAG_SECONDS = 5;
+/**
+ * Two checks' interval: the lag measured of a replica that keeps up is the age of the last check
+ * (src/domain/replica-lag.ts), so a bound below it would drop the replica between checks.
+ */
+const MIN_REPLICA_MAX_LAG_SECONDS = (2 * REPLICA_CHECK_INTERVAL_MS) / 1000;
 
 /**
  * Whether node-postgres can read the URL: the same parse pg-connection-string makes (spaces
@@ -306,7 +347,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port: readInt(env, "PORT", 8080, 0, 65535),
     host: env.HOST || "127.0.0.1",
-    databaseUrl: readDatabaseUrl(env),
+    ...readDatabaseUrls(env),
     adminToken: readAdminToken(env),
     minimumFinalizeSeconds,
     defaultFinalizeSeconds,

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 import { OVERDUE_BATCH_SECONDS, OVERDUE_BATCHES_COUNTED_MAX } from "./domain/limits.js";
 import type { LedgerStore } from "./store/store.js";
 import { DATABASE_ERROR_KINDS, databaseHealthCounts, type DatabaseErrorKind } from "./store/database-health.js";
+import { REPLICA_READ_SERVERS, replicaReadCounts } from "./store/replica-health.js";
 
 const BACKUP_GAUGE_NAME = "points_backup_last_success_timestamp_seconds";
 
@@ -61,6 +62,7 @@ export function createMetrics() {
     }),
     ...jobMetrics(registry),
     ...databaseMetrics(registry),
+    ...replicaMetrics(registry),
   };
 }
 
@@ -170,6 +172,35 @@ function databaseMetrics(registry: Registry) {
       name: "points_batches_overdue",
       help: `PENDING batches more than ${OVERDUE_BATCH_SECONDS} s past their finalizeAt (the whole database; counted up to ${OVERDUE_BATCHES_COUNTED_MAX})`,
       registers: [registry],
+    }),
+  };
+}
+
+/**
+ * Reads from a replica (DATABASE_READ_URL, docs/operations.md): set by the replica check
+ * (src/worker/replica-check.ts) after each check, every second; the reads by who served them.
+ */
+function replicaMetrics(registry: Registry) {
+  return {
+    replicaLagSeconds: new Gauge({
+      name: "points_database_replica_lag_seconds",
+      help: "how far behind the primary the replica of DATABASE_READ_URL may be (an upper bound from WAL positions, src/domain/replica-lag.ts); it grows while the replica cannot be reached; 0 without a replica",
+      registers: [registry],
+    }),
+    replicaInUse: new Gauge({
+      name: "points_database_replica_in_use",
+      help: "1 while the replica of DATABASE_READ_URL serves the reads that may be a replica's (reachable, no further behind than REPLICA_MAX_LAG_SECONDS), 0 while they go to the primary",
+      registers: [registry],
+    }),
+    replicaReads: new Counter({
+      name: "points_database_replica_reads_total",
+      help: "reads that a replica may serve (leaderboards, public balances, snapshots, CSV exports), by the server that answered: replica, or primary (no replica in use, or it failed or lacked the answer)",
+      labelNames: ["served_by"] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const server of REPLICA_READ_SERVERS) this.inc({ served_by: server }, replicaReadCounts().get(server) ?? 0);
+      },
     }),
   };
 }

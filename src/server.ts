@@ -51,7 +51,9 @@ export async function startServer(config: Config, clock: Clock = systemClock): P
     throw error;
   }
   // FINALIZER_ENABLED=false: this process serves the API only; `points-ledger worker` runs the jobs.
+  // The replica check runs either way: it decides where this process's reads go.
   if (config.finalizerEnabled) worker.start();
+  else worker.replicaCheck.start();
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {

@@ -164,7 +164,11 @@ export interface SnapshotProof {
 }
 
 /** The proof of `address` (reads one leaf chunk and the node chunks on its path), or null when it is not in the snapshot. */
-export async function snapshotProof(store: SnapshotsStore, snapshot: Snapshot, address: AddressKey): Promise<SnapshotProof | null> {
+export async function snapshotProof(
+  store: Pick<SnapshotsStore, "findSnapshotLeafChunk" | "getSnapshotNodeChunks">,
+  snapshot: Snapshot,
+  address: AddressKey,
+): Promise<SnapshotProof | null> {
   const text = await store.findSnapshotLeafChunk(snapshot.id, address);
   const leaf = text === null ? undefined : decodeLeafChunk(text).find((candidate) => candidate.address.toLowerCase() === address);
   if (leaf === undefined) return null;
@@ -184,7 +188,10 @@ export async function snapshotProof(store: SnapshotsStore, snapshot: Snapshot, a
  * time: `values` in address order, each with its treeIndex. Pulled by the reply stream, so its
  * memory stays a few chunks whatever the snapshot's size.
  */
-export async function* treeDumpText(store: SnapshotsStore, snapshotId: string): AsyncGenerator<string> {
+export async function* treeDumpText(
+  store: Pick<SnapshotsStore, "listSnapshotLeafChunks" | "listSnapshotNodeChunks">,
+  snapshotId: string,
+): AsyncGenerator<string> {
   yield '{"format":"standard-v1","leafEncoding":["address","uint256"],"tree":[';
   let separator = "";
   for (let from = 0; ; from += DUMP_CHUNKS_PER_READ) {

@@ -13,6 +13,7 @@ import type { WebhooksStore } from "./ports/webhooks.js";
 import type { PublishersStore } from "./ports/publishers.js";
 import type { BackupsStore } from "./ports/backups.js";
 import type { ChainStore } from "./ports/chain.js";
+import type { ReplicaStore } from "./ports/replica.js";
 
 /**
  * The LedgerStore port, composed of one port per concern (./ports/). Every operation that touches
@@ -37,6 +38,7 @@ export type * from "./ports/tlog.js";
 export type * from "./ports/publishers.js";
 export type * from "./ports/backups.js";
 export type * from "./ports/chain.js";
+export type * from "./ports/replica.js";
 // Snapshots' port also holds a class (SnapshotBuildAbandonedError): a value export.
 export * from "./ports/snapshots.js";
 
@@ -61,7 +63,8 @@ export interface LedgerStore
     TransparencyLogStore,
     PublishersStore,
     BackupsStore,
-    ChainStore {
+    ChainStore,
+    ReplicaStore {
   readonly kind: "sqlite" | "postgres";
   /** Brings the schema up to date; safe to run from several processes at once. */
   migrate(): Promise<void>;

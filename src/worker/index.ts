@@ -10,6 +10,7 @@ import { PurgeJob } from "./purge.js";
 import { TransparencyLogJob } from "./tlog.js";
 import { logSigningOf } from "../auth/log-signing-key.js";
 import { WindowBoardsJob } from "./window-boards.js";
+import { ReplicaCheckJob } from "./replica-check.js";
 import { PROJECTION_STEP_TARGET_MS, PROJECTION_STEP_TARGET_MS_POSTGRES } from "../domain/limits.js";
 import { configuredKinds } from "../domain/publishers.js";
 import { createPublishJobs, openPublishers } from "../publishers/index.js";
@@ -23,7 +24,8 @@ import { ChainFollowJob } from "./chain-follow.js";
  * projection (projection.ts: the finalized batches into the leaderboards and balance history,
  * after the finalization), windows (window-boards.ts: the window boards that reads asked for),
  * transparencyLog (tlog.ts: the committed events into the transparency log, and its checkpoints),
- * publishers (../publishers/: the committed events to NATS JetStream and RabbitMQ). Each
+ * publishers (../publishers/: the committed events to NATS JetStream and RabbitMQ), replicaCheck
+ * (replica-check.ts: whether the replica of DATABASE_READ_URL serves reads). Each
  * bounds its own work per pass and isolates its own failures: a failing batch, a failing
  * endpoint or a failed purge never holds up the others. On PostgreSQL the jobs of several
  * processes share the work through row locks (SKIP LOCKED, delivery leases).
@@ -39,6 +41,8 @@ export interface Worker {
   publishers: PublishJob[];
   /** Under CHAIN_RPC_URL: the operator registry followed (chain-follow.ts); else null. */
   chainFollow: ChainFollowJob | null;
+  /** Started with the others, or alone by a server without them (FINALIZER_ENABLED=false): it serves reads all the same. */
+  replicaCheck: ReplicaCheckJob;
   /**
    * Connects each publisher and creates or checks its stream or exchange: throws
    * BrokerRefusedError (start-up stops with its line) when a broker refuses the configuration; a
@@ -64,6 +68,16 @@ function deliveryJob(store: LedgerStore, config: Config, clock: Clock, metrics: 
   );
 }
 
+/** The purge of events and deliveries past their retention, never of an event a publisher has not published. */
+function purgeJob(store: LedgerStore, config: Config, clock: Clock, metrics: Metrics | null, log: FastifyBaseLogger): PurgeJob {
+  const retention = {
+    eventRetentionDays: config.eventRetentionDays,
+    deliveryRetentionDays: config.webhookDeliveryRetentionDays,
+    publisherKinds: configuredKinds(config.publishers),
+  };
+  return new PurgeJob(store, clock, retention, metrics, log.child({ job: "purge" }));
+}
+
 export function createWorker(
   store: LedgerStore,
   config: Config,
@@ -80,17 +94,7 @@ export function createWorker(
     log.child({ job: "finalize" }),
   );
   const deliver = deliveryJob(store, config, clock, metrics, log);
-  const purge = new PurgeJob(
-    store,
-    clock,
-    {
-      eventRetentionDays: config.eventRetentionDays,
-      deliveryRetentionDays: config.webhookDeliveryRetentionDays,
-      publisherKinds: configuredKinds(config.publishers),
-    },
-    metrics,
-    log.child({ job: "purge" }),
-  );
+  const purge = purgeJob(store, config, clock, metrics, log);
   const projection = new ProjectionJob(
     store,
     clock,
@@ -105,6 +109,7 @@ export function createWorker(
   const windows = new WindowBoardsJob(store, {}, log.child({ job: "windows" }));
   const transparencyLog = new TransparencyLogJob(store, logSigningOf(store, config), clock, {}, log.child({ job: "transparency-log" }));
   const publishers = createPublishJobs(store, config.publishers, metrics, log);
+  const replicaCheck = new ReplicaCheckJob(store, metrics, log.child({ job: "replica-check" }));
   const chainFollow = chain === null ? null : new ChainFollowJob(store, chain, clock, log.child({ job: "chain-follow" }));
   const jobs = [
     finalize,
@@ -113,6 +118,7 @@ export function createWorker(
     projection,
     windows,
     transparencyLog,
+    replicaCheck,
     ...publishers,
     ...(chainFollow === null ? [] : [chainFollow]),
   ];
@@ -125,6 +131,7 @@ export function createWorker(
     transparencyLog,
     publishers,
     chainFollow,
+    replicaCheck,
     openPublishers: () => openPublishers(publishers, log),
     start: () => jobs.forEach((job) => job.start()),
     stop: async () => {

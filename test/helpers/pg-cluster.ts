@@ -99,7 +99,8 @@ function clusterAt(dataDir: string, port: number, defaults = false): Cluster {
     standby: async () => {
       const standbyDir = ownedFolder("pl-standby-");
       await asPostgres("pg_basebackup", ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-D", standbyDir, "-R", "-X", "stream"]);
-      const standby = clusterAt(standbyDir, await freePort());
+      // The standby's settings are the primary's kind: a standby may not allow fewer connections than its primary.
+      const standby = clusterAt(standbyDir, await freePort(), defaults);
       await standby.start();
       return standby;
     },

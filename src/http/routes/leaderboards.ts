@@ -77,7 +77,7 @@ function boardRoute(fastify: FastifyInstance, ctx: AppContext, budget: WindowBud
       const window = windowOf(request.query);
       const previous = request.query.cursor === undefined ? null : boardCursorOf(request.query.cursor, pointType, window);
       await budget(request, contract, pointType, window);
-      const page = await ctx.store.readBoard({
+      const page = await ctx.store.replicaReads.readBoard({
         contract,
         pointType,
         window,
@@ -121,7 +121,7 @@ function standingRoute(fastify: FastifyInstance, ctx: AppContext, budget: Window
       const address = requireAddress(request.params.address, "address");
       const window = windowOf(request.query);
       await budget(request, contract, request.query.pointType, window);
-      const standing = await ctx.store.readStanding(contract, request.query.pointType, window, address, ctx.clock.now());
+      const standing = await ctx.store.replicaReads.readStanding(contract, request.query.pointType, window, address, ctx.clock.now());
       return {
         success: true as const,
         address: checksumAddress(address),

@@ -86,8 +86,10 @@ export function publicReadRoutes(scope: FastifyInstance, ctx: AppContext, limits
 
 function snapshotReadRoutes(fastify: FastifyInstance, ctx: AppContext): void {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  // Snapshots are immutable once taken: every read of one may be a replica's (store/ports/replica.ts).
+  const reads = ctx.store.replicaReads;
   const readable = async (snapshotId: string) => {
-    const snapshot = await ctx.store.getSnapshot(snapshotId);
+    const snapshot = await reads.getSnapshot(snapshotId);
     if (!snapshot) throw notFound(noSnapshotMessage(snapshotId));
     return snapshot;
   };
@@ -102,7 +104,7 @@ function snapshotReadRoutes(fastify: FastifyInstance, ctx: AppContext): void {
     async (request) => {
       const address = requireAddress(request.params.address, "address");
       const snapshot = await readable(request.params.snapshotId);
-      const proof = await snapshotProof(ctx.store, snapshot, address);
+      const proof = await snapshotProof(reads, snapshot, address);
       if (proof === null) throw notFound(`${request.params.address} is not in snapshot ${snapshot.id}`);
       return { success: true as const, ...proof };
     },
@@ -115,7 +117,7 @@ function snapshotReadRoutes(fastify: FastifyInstance, ctx: AppContext): void {
     },
     async (request, reply) => {
       const snapshot = await readable(request.params.snapshotId);
-      const body = Readable.from(treeDumpText(ctx.store, snapshot.id), { objectMode: false, highWaterMark: 64 * 1024 });
+      const body = Readable.from(treeDumpText(reads, snapshot.id), { objectMode: false, highWaterMark: 64 * 1024 });
       return reply.type("application/json; charset=utf-8").send(body);
     },
   );

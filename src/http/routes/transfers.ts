@@ -12,6 +12,7 @@ import { csvRow } from "../csv.js";
 import { decodeCursor, encodeCursor } from "../../domain/cursor.js";
 import { TRANSFER_CURSOR } from "../cursor.js";
 import { asOfMsOf } from "../history.js";
+import { presentsAdminToken } from "../public-reads.js";
 import { balancesAsOfJson, balancesJson } from "../present.js";
 import {
   AddressParams,
@@ -31,7 +32,8 @@ import {
  * The CSV exports are pulled by the reply stream one keyset page at a time (Readable.from over an
  * async generator: the next page is read only when the socket has taken the previous one), so
  * memory stays one page whatever the export's size and a slow client slows the reads, not the
- * heap. Pages are separate reads (see store/sqlite/transfers.ts): an export is not one snapshot.
+ * heap. Pages are separate reads (see store/sqlite/transfers.ts): an export is not one snapshot,
+ * and with DATABASE_READ_URL each page may be the replica's (store/ports/replica.ts).
  */
 
 /** Rows per store read while a CSV is streamed (a page is ≈ 100-250 KB of text). */
@@ -131,14 +133,16 @@ export function addressBalancesRoute(fastify: FastifyInstance, ctx: AppContext):
     async (request) => {
       const address = requireAddress(request.params.address, "address");
       const { asOf } = request.query;
+      // A public read (no admin token) may be a replica's; the admin reads its own credits back from the primary.
+      const reads = presentsAdminToken(ctx, request) ? ctx.store : ctx.store.replicaReads;
       if (asOf !== undefined) {
         const asOfMs = asOfMsOf(asOf, ctx.clock.now());
-        const balances = await ctx.store.getBalancesAsOf(address, ctx.config.pointTypes, asOfMs);
+        const balances = await reads.getBalancesAsOf(address, ctx.config.pointTypes, asOfMs);
         return { success: true as const, address: checksumAddress(address), balancesByPointType: balancesAsOfJson(balances) };
       }
       const [balances, assetEarnings] = await Promise.all([
-        ctx.store.getBalances(address, ctx.config.pointTypes),
-        ctx.store.getAssetEarnings(address),
+        reads.getBalances(address, ctx.config.pointTypes),
+        reads.getAssetEarnings(address),
       ]);
       return {
         success: true as const,
@@ -189,7 +193,7 @@ async function* transfersCsv(
   let after: TransferPosition | undefined;
   do {
     // A filtered read can come back short, even empty, with `next` set (MAX_TRANSFERS_SCANNED_PER_PAGE): go on until null.
-    const page = await ctx.store.listTransfers(contract, {
+    const page = await ctx.store.replicaReads.listTransfers(contract, {
       ...filters,
       limit: EXPORT_ROWS_PER_PAGE,
       after,
@@ -219,7 +223,7 @@ async function* balancesCsv(ctx: AppContext, pointType: string | undefined): Asy
   yield `${BALANCES_CSV_HEADER}\n`;
   let after: AccountQuery["after"];
   for (;;) {
-    const rows = await ctx.store.listAccountBalances({ pointType, limit: EXPORT_ROWS_PER_PAGE, after });
+    const rows = await ctx.store.replicaReads.listAccountBalances({ pointType, limit: EXPORT_ROWS_PER_PAGE, after });
     let text = "";
     for (const { address, pointType: type, balance } of rows) {
       text += csvRow([

@@ -169,7 +169,7 @@ export function isConnectionError(error: unknown): boolean {
 }
 
 /** Why the database was unavailable to `error`, or undefined when the error is not about availability. */
-function errorKindOf(error: unknown): DatabaseErrorKind | undefined {
+export function errorKindOf(error: unknown): DatabaseErrorKind | undefined {
   const code = codeOf(error);
   const byCode = code === undefined ? undefined : TRANSIENT_SQLSTATES.get(code);
   if (byCode !== undefined) return byCode;

@@ -6,17 +6,19 @@ import { backupOperations } from "./backups.js";
 import * as batches from "./batches.js";
 import * as credits from "./credits.js";
 import { listEvents, purgeEvents } from "./events.js";
-import { committedEventsOf, createPool, guard, guardEach, migrate, probeWrites, transaction, type PostgresOptions } from "./db.js";
+import { committedEventsOf, createPool, guard, guardEach, migrate, probeWrites, transaction } from "./db.js";
 import { historyOperations } from "./history.js";
 import { projectionState } from "./leaderboard-projection.js";
 import { postgresLeaderboardReads } from "./leaderboards.js";
 import { postgresLedger } from "./ledger.js";
 import { pointTypes } from "./point-types.js";
+import { openReplica, type PostgresStoreOptions } from "./replica.js";
 import { snapshotOperations } from "./snapshots.js";
 import { transfers } from "./transfers.js";
 import { verify } from "./verify.js";
 
 export type { PostgresOptions } from "./db.js";
+export type { PostgresStoreOptions, ReplicaOptions } from "./replica.js";
 
 /**
  * The shared PostgreSQL adapter: any number of processes may use one database. Every operation
@@ -24,21 +26,23 @@ export type { PostgresOptions } from "./db.js";
  * requests from interleaving badly; driver failures leave as StoreUnavailableError (503).
  * `flows` are the ledger's operations (src/ledger/), given by the composer (src/ledger/postgres.ts).
  */
-export function postgresStore(options: PostgresOptions, flows: LedgerFlows): LedgerStore {
+export function postgresStore(options: PostgresStoreOptions, flows: LedgerFlows): LedgerStore {
   const pool = createPool(options);
   const run = <T>(work: () => Promise<T>) => guard(pool, work);
   let closing: Promise<void> | null = null;
   // The flows (src/ledger/) run over it with awaits, each transaction on one pooled client, each
   // operation guarded as the reads below are.
   const ledger = flows(postgresLedger(pool), postgresLeaderboardReads(pool));
-  return {
+  // DATABASE_READ_URL: the reads that may be a replica's, routed (replica.ts); their window board requests stay the primary's.
+  const replica = openReplica(options, pool, (readPool) => flows(postgresLedger(pool), postgresLeaderboardReads(readPool, pool)));
+  const store: LedgerStore = {
     kind: "postgres",
     projectionAside: false,
     ...guardEach(pool, ledger),
     migrate: () => run(() => migrate(pool)),
     ping: () => run(() => probeWrites(pool)),
     // Idempotent, like the SQLite adapter's: shutdown paths may close the store more than once.
-    close: () => (closing ??= pool.end()),
+    close: () => (closing ??= Promise.all([pool.end(), replica?.close()]).then(() => undefined)),
     getOperator: (contract) => run(() => auth.readOperator(pool, contract)),
     listOperators: (query) => run(() => auth.listOperators(pool, query)),
     getBalances: (address, pointTypes) => run(() => accounts.readBalances(pool, address, pointTypes)),
@@ -68,5 +72,11 @@ export function postgresStore(options: PostgresOptions, flows: LedgerFlows): Led
     ...historyOperations(pool, run),
     projectionState: () => run(() => projectionState(pool)),
     ...backupOperations(pool, run),
+    // Without a replica, the reads a replica may serve are the store's own (defined just below).
+    get replicaReads() {
+      return replica?.reads ?? store;
+    },
+    checkReplica: async () => (replica === null ? null : replica.check()),
   };
+  return store;
 }

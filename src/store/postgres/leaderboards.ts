@@ -267,14 +267,15 @@ const SNAPSHOT = { isolation: "REPEATABLE READ", readOnly: true } as const;
 
 /**
  * The leaderboard reads over the pool: a snapshot is one REPEATABLE READ READ ONLY transaction;
- * a window board's request one READ COMMITTED transaction of its own.
+ * a window board's request one READ COMMITTED transaction of its own, on `writePool` (the
+ * primary's, when the snapshots are a replica's: replica.ts).
  */
-export function postgresLeaderboardReads(pool: PgPool): LeaderboardReadsOf<Queryable, "async"> {
+export function postgresLeaderboardReads(pool: PgPool, writePool: PgPool = pool): LeaderboardReadsOf<Queryable, "async"> {
   return {
     mode: "async",
     port: leaderboardReads,
     snapshot: (work) => transaction(pool, work, SNAPSHOT),
-    transact: (work) => transaction(pool, work),
+    transact: (work) => transaction(writePool, work),
     isUnavailable: (error) => toStoreError(error) instanceof StoreUnavailableError,
   };
 }

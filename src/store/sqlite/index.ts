@@ -1,4 +1,4 @@
-import type { LedgerFlows, LedgerStore } from "../store.js";
+import type { CommittedEventsListener, LedgerFlows, LedgerStore, ReplicaStore } from "../store.js";
 import { accounts } from "./accounts.js";
 import { apiKeys } from "./api-keys.js";
 import { auth } from "./auth.js";
@@ -125,6 +125,11 @@ function verifyWithProjection(reader: SqliteDb) {
  * The projection's writes run where `projectionOf` says; after each pass the writer's view of its
  * through catches up (noteThrough), which the next cut starts from.
  */
+/** SQLite has no replicas (config.ts refuses DATABASE_READ_URL with it): the reads a replica may serve are its own. */
+function withoutReplica(own: Omit<LedgerStore, keyof ReplicaStore>): LedgerStore {
+  return { ...own, replicaReads: own, checkReplica: async () => null };
+}
+
 export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projectionOf: SqliteProjectionOf): LedgerStore {
   let db = openDatabase(options);
   const opener = projectionOpener(options, () => db);
@@ -139,7 +144,7 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
     sqliteLeaderboardReads(projectionConnection, projection.requests),
     afterEachPass(projection, () => db),
   );
-  const store: LedgerStore = {
+  const store: Omit<LedgerStore, keyof ReplicaStore> = {
     kind: "sqlite",
     projectionAside: projection.aside,
     ...ledger,
@@ -196,5 +201,5 @@ export function sqliteStore(options: SqliteOptions, flows: LedgerFlows, projecti
       if (succeeded) committed.emit(events);
     },
   );
-  return { ...guarded, onCommittedEvents: (listener) => committed.subscribe(listener) };
+  return withoutReplica({ ...guarded, onCommittedEvents: (listener: CommittedEventsListener) => committed.subscribe(listener) });
 }
