@@ -52,8 +52,12 @@ export class PointsCursorError extends Error {
   }
 }
 
-/** Statuses of gateways in front of the service (a load balancer's 502, a proxy's 504): retry shortly. */
-const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 504]);
+/**
+ * Statuses of gateways in front of the service (a load balancer's 502, a proxy's 503 or 504): retry
+ * shortly. A bare 503 is a proxy's: the service's own 503s (UNAVAILABLE, CHAIN_UNAVAILABLE) carry
+ * their body, so it is UNAVAILABLE however many codes the catalogue gives 503.
+ */
+const GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
 /**
  * The code of an answer without the catalogue body (a load balancer's HTML 502, a proxy's bare

@@ -89,7 +89,7 @@ export function recipient(i: number): string {
  * The overview asks GET /v1/chain where the operator comes from; without CHAIN_RPC_URL the
  * answer is 404 by the API's design (operators set by an administrator), not a failure.
  */
-function isChainNotConfigured(url: string, text: string): boolean {
+export function isChainNotConfigured(url: string, text: string): boolean {
   return new URL(url, "http://x").pathname === "/v1/chain" && text.includes("404");
 }
 
