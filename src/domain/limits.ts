@@ -340,6 +340,14 @@ export const MAX_WINDOW_BUDGET_KEYS = 100_000;
  * jobs' (HISTORY_BACKFILL_STEP_TARGET_MS) up to LOG_MAX_STEP.
  */
 export const LOG_INTERVAL_MS = 200;
+/**
+ * While the log grows, a run waits for the next checkpoint (LOG_CHECKPOINT_SECONDS after the last)
+ * rather than the poll: events logged sooner are in no signed checkpoint sooner. At most this long,
+ * so a long checkpoint interval still gives events their logIndex within a second. Measured
+ * (docs/performance.md, session 18): five runs a second of steps from size 1 cost a PostgreSQL
+ * drain on a slowed machine ≈ 9 % (log job off 52,067 finalized/s, on 47,653).
+ */
+export const LOG_BUSY_INTERVAL_MS = 1_000;
 export const LOG_MAX_STEP = 4096;
 /**
  * `points-ledger verify` fails when a committed event older than this has no logIndex: events are

@@ -7,26 +7,29 @@ import { HISTORY_BACKFILL_MAX_STEPS, HISTORY_BACKFILL_STEP_TARGET_MS } from "../
  * Bounded steps of a job: `step(size)` does up to `size` units of work in one transaction, sized
  * to HISTORY_BACKFILL_STEP_TARGET_MS (halved after a slow step, doubled after a quick one, up to
  * `maxStepSize`), yielding to the event loop between them; goes on while a step is full, at most
- * `maxSteps` steps. Returns the units done, and whether it stopped at that bound.
+ * `maxSteps` steps. Returns the units done, whether it stopped at that bound, and the size its
+ * last step had (a job that passes it back as `firstStepSize` starts its next run there instead of
+ * at 1: the transparency log's runs then take one or two steps, not one per doubling).
  */
 export async function runBoundedSteps(
   step: (size: number) => Promise<number>,
   maxStepSize: number,
   maxSteps = HISTORY_BACKFILL_MAX_STEPS,
-): Promise<{ added: number; more: boolean }> {
+  firstStepSize = 1,
+): Promise<{ added: number; more: boolean; stepSize: number }> {
   let added = 0;
-  let stepSize = 1;
+  let stepSize = Math.max(1, Math.min(maxStepSize, firstStepSize));
   for (let steps = 0; steps < maxSteps; steps++) {
     const startedMs = performance.now();
     const count = await step(stepSize);
     added += count;
-    if (count < stepSize) return { added, more: false };
+    if (count < stepSize) return { added, more: false, stepSize };
     const tookMs = performance.now() - startedMs;
     if (tookMs > HISTORY_BACKFILL_STEP_TARGET_MS) stepSize = Math.max(1, Math.floor(stepSize / 2));
     else if (tookMs < HISTORY_BACKFILL_STEP_TARGET_MS / 2) stepSize = Math.min(maxStepSize, stepSize * 2);
     await yieldToEventLoop();
   }
-  return { added, more: true };
+  return { added, more: true, stepSize };
 }
 
 export interface BoundedStepsJobOptions {

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { LogSigningSource } from "../auth/log-signing-key.js";
 import type { Clock } from "../clock.js";
-import { LOG_INTERVAL_MS, LOG_MAX_STEP } from "../domain/limits.js";
+import { LOG_BUSY_INTERVAL_MS, LOG_INTERVAL_MS, LOG_MAX_STEP } from "../domain/limits.js";
 import { JobLoop } from "../job-loop.js";
 import type { LogStep, TransparencyLogStore } from "../store/store.js";
 import { runBoundedSteps } from "./bounded-steps.js";
@@ -20,6 +20,8 @@ export interface TransparencyLogJobOptions {
  */
 export class TransparencyLogJob {
   private warned = false;
+  /** The size the last run's last step had: the next run starts there. */
+  private stepSize = 1;
   private readonly loop = new JobLoop(
     async () => this.pass(),
     (error) => {
@@ -48,13 +50,18 @@ export class TransparencyLogJob {
     await this.loop.stop();
   }
 
-  /** One run of bounded steps; the delay before the next: none when more are waiting, until the next checkpoint is due, else the poll interval. */
+  /**
+   * One run of bounded steps; the delay before the next: none when more are waiting; while the log
+   * grows, until the next checkpoint is due (at most LOG_BUSY_INTERVAL_MS), since what a run logs
+   * before then is in no signed checkpoint sooner; else (nothing logged) the poll interval.
+   */
   private async pass(): Promise<number> {
     const { last, more } = await this.runOnce();
     if (more) return 0;
-    if (last?.unsigned && last.checkpoint !== null) {
+    if (last !== null && last.checkpoint !== null && (last.unsigned || last.logged > 0)) {
       const signing = await this.signingSource.signing();
-      return Math.max(0, Math.min(this.intervalMs, last.checkpoint.signedAtMs + signing.checkpointIntervalMs - this.clock.now()));
+      const dueInMs = last.checkpoint.signedAtMs + signing.checkpointIntervalMs - this.clock.now();
+      return Math.max(0, Math.min(LOG_BUSY_INTERVAL_MS, dueInMs));
     }
     return this.intervalMs;
   }
@@ -70,10 +77,16 @@ export class TransparencyLogJob {
       );
     }
     let last: LogStep | null = null;
-    const run = await runBoundedSteps(async (size) => {
-      last = await this.store.appendToLog(size, this.clock.now(), signing);
-      return last.more ? size : last.logged;
-    }, this.options.maxStepSize ?? LOG_MAX_STEP);
+    const run = await runBoundedSteps(
+      async (size) => {
+        last = await this.store.appendToLog(size, this.clock.now(), signing);
+        return last.more ? size : last.logged;
+      },
+      this.options.maxStepSize ?? LOG_MAX_STEP,
+      undefined,
+      this.stepSize,
+    );
+    this.stepSize = run.stepSize;
     return { last, more: run.more };
   }
 }
