@@ -179,12 +179,20 @@ export async function balancePhase(cluster: Cluster, ctx: PhaseContext) {
  * its batches with the time the pass began, so the transfers of every pass but the last were
  * finalized between the first stamp and the last. Start-up and polling stay out of the figure.
  */
+/**
+ * How often the drain's wait reads /metrics. The drain is timed by its batches' stamps, not by this
+ * poll; at 50 ms the bench scraped 20 times a second, and each scrape of this service reads the
+ * database (the log's lag, the backlog, writability): on a machine slowed to 0.8 CPU that was the
+ * server's and PostgreSQL's time taken from the drain it measured (docs/performance.md, session 18).
+ */
+const DRAIN_POLL_MS = 500;
+
 export async function drainPhase(cluster: Cluster, ctx: PhaseContext, backlogTransfers: number, acceptStartMs: number) {
   ctx.log(`finalizer drain: ${backlogTransfers} transfers due`);
   await pollUntil(
     "the finalizer to drain the backlog",
     async () => ((await cluster.metric(FINALIZED)) >= backlogTransfers ? true : undefined),
-    50,
+    DRAIN_POLL_MS,
     Date.now() + (backlogTransfers / SLOWEST_PLAUSIBLE_FINALIZE_PER_SEC) * 1000 + WAIT_SLACK_MS,
   );
   const batches = await listBatches(cluster.urls[0]!, ctx.token, ctx.operator.contract, "FINALIZED", acceptStartMs);
