@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describeEventsApi } from "./events-suite.js";
-import { createTestSchema, DATABASE_URL_TEST, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
+import { createTestSchema, DATABASE_URL_TEST, POSTGRES_TEST_CLUSTERS, SKIP_REASON, type TestSchema } from "./helpers/postgres.js";
 import {
   assertBuilt,
   call,
@@ -80,104 +80,108 @@ async function readOn(
 }
 
 describe.skipIf(!DATABASE_URL_TEST)(`event paging while ${INSTANCES} processes write${skipped}`, () => {
-  let schema: TestSchema;
-  const servers: ServerProcess[] = [];
-  const adminToken = newAdminToken();
+  describe.each(POSTGRES_TEST_CLUSTERS)("on %s", (_cluster, clusterUrl) => {
+    let schema: TestSchema;
+    const servers: ServerProcess[] = [];
+    const adminToken = newAdminToken();
 
-  beforeAll(async () => {
-    assertBuilt();
-    schema = await createTestSchema(DATABASE_URL_TEST!);
-    // One after the other: the first migrates, the others find the schema ready.
-    for (let i = 0; i < INSTANCES; i++) {
-      servers.push(await startServerProcess({ ...SERVER_ENV, DATABASE_URL: schema.connectionString, ADMIN_TOKEN: adminToken }));
-    }
-  }, 90_000);
-
-  afterAll(async () => {
-    await Promise.all(servers.map((server) => server.kill("SIGTERM")));
-    await schema?.drop();
-  });
-
-  it("returns every event exactly once and in order to readers paging during the writes", async () => {
-    const operatorKey = generatePrivateKey();
-    const contract = randomAddress();
-    await setOperator(servers[0]!.url, adminToken, contract, privateKeyToAccount(operatorKey).address);
-    await creditPoints(servers[1]!.url, adminToken, contract, "initial", "PHASE2_POINTS", "1000000");
-    const token = await signIn(servers[2]!.url, contract, privateKeyToAccount(operatorKey));
-
-    let writing = true;
-    const writer = async (server: ServerProcess, writerId: string) => {
-      for (let round = 0; round < ROUNDS_PER_INSTANCE / WRITERS_PER_INSTANCE; round++) {
-        const transfers = [{ toAddress: randomAddress(), points: "1" }];
-        const base = `/v1/contracts/${contract}/batches`;
-        await callOk(server.url, "PUT", `${base}/${writerId}-f${round}`, token, {
-          pointType: "PHASE2_POINTS",
-          transfers,
-          secondsToFinalize: 1,
-        });
-        await callOk(server.url, "PUT", `${base}/${writerId}-c${round}`, token, {
-          pointType: "PHASE2_POINTS",
-          transfers,
-          secondsToFinalize: 60,
-        });
-        await callOk(server.url, "DELETE", `${base}/${writerId}-c${round}`, token);
-        if (round % CREDIT_EVERY_ROUNDS === 0)
-          await creditPoints(server.url, adminToken, contract, `${writerId}-credit${round}`, "PHASE2_POINTS", "5");
+    beforeAll(async () => {
+      assertBuilt();
+      schema = await createTestSchema(clusterUrl);
+      // One after the other: the first migrates, the others find the schema ready.
+      for (let i = 0; i < INSTANCES; i++) {
+        servers.push(await startServerProcess({ ...SERVER_ENV, DATABASE_URL: schema.connectionString, ADMIN_TOKEN: adminToken }));
       }
-    };
-    const writers = servers.flatMap((server, i) => Array.from({ length: WRITERS_PER_INSTANCE }, (_, w) => writer(server, `i${i}w${w}`)));
+    }, 90_000);
 
-    const contractEvents: EventJson[] = [];
-    const allEvents: EventJson[] = [];
-    const contractPath = `/v1/contracts/${contract}/events`;
-    const reader = async () => {
-      let contractCursor: string | null = null;
-      let adminCursor: string | null = null;
-      while (writing) {
-        contractCursor = await readOn(servers, contractPath, token, contractCursor, contractEvents);
-        adminCursor = await readOn(servers, "/v1/admin/events", adminToken, adminCursor, allEvents);
-      }
-      return { contractCursor, adminCursor };
-    };
-    const reading = reader();
-    await Promise.all(writers);
-    // Every 1-second batch finalizes (by whichever instance's finalizer claims it).
-    const expectedFinalized = INSTANCES * ROUNDS_PER_INSTANCE;
-    await pollUntil("every batch to finalize", SETTLE_DEADLINE_MS, async () => {
-      const [row] = await schema.query<{ count: string }>("SELECT count(*) FROM events WHERE type = 'batch.finalized'");
-      return Number(row!.count) === expectedFinalized ? true : undefined;
+    afterAll(async () => {
+      await Promise.all(servers.map((server) => server.kill("SIGTERM")));
+      await schema?.drop();
     });
-    writing = false;
-    const cursors = await reading;
-    // One last read after everything has committed.
-    await readOn(servers, contractPath, token, cursors.contractCursor, contractEvents);
-    await readOn(servers, "/v1/admin/events", adminToken, cursors.adminCursor, allEvents);
 
-    const table = await schema.query<{ event_id: string; stream: string | null }>("SELECT event_id, stream FROM events ORDER BY tx, seq");
-    const contractKey = contract.toLowerCase();
-    const tableContract = table.filter((row) => row.stream === contractKey).map((row) => row.event_id);
-    const received = contractEvents.map((event) => event.id);
-    expect(new Set(received).size, "no event twice").toBe(received.length);
-    expect(received).toEqual(tableContract);
-    expect(allEvents.map((event) => event.id)).toEqual(table.map((row) => row.event_id));
-    const rounds = INSTANCES * ROUNDS_PER_INSTANCE;
-    // 1 operator change, 1 + credits, 2 accepts, 1 cancel and 1 finalization per round.
-    const credits = 1 + INSTANCES * WRITERS_PER_INSTANCE * Math.ceil(ROUNDS_PER_INSTANCE / WRITERS_PER_INSTANCE / CREDIT_EVERY_ROUNDS);
-    expect(received.length).toBe(1 + credits + rounds * 4);
-    // How often a later sequence number committed in an earlier transaction order (the case a
-    // reader by sequence number alone would skip); reported, not asserted: it depends on timing.
-    const [crossed] = await schema.query<{ count: string }>("SELECT count(*) FROM events a JOIN events b ON a.seq < b.seq AND a.tx > b.tx");
-    console.info(`events: ${table.length}; pairs whose seq order differs from their transaction order: ${crossed!.count}`);
-  }, 120_000);
+    it("returns every event exactly once and in order to readers paging during the writes", async () => {
+      const operatorKey = generatePrivateKey();
+      const contract = randomAddress();
+      await setOperator(servers[0]!.url, adminToken, contract, privateKeyToAccount(operatorKey).address);
+      await creditPoints(servers[1]!.url, adminToken, contract, "initial", "PHASE2_POINTS", "1000000");
+      const token = await signIn(servers[2]!.url, contract, privateKeyToAccount(operatorKey));
 
-  it("refuses a position of another form with 400 naming after", async () => {
-    const response = await call(
-      servers[0]!.url,
-      "GET",
-      `/v1/admin/events?after=${Buffer.from("ev1:12").toString("base64url")}`,
-      adminToken,
-    );
-    expect(response.status).toBe(400);
-    expect(response.body).toMatchObject({ error: { code: "VALIDATION_FAILED", details: [{ path: "after" }] } });
+      let writing = true;
+      const writer = async (server: ServerProcess, writerId: string) => {
+        for (let round = 0; round < ROUNDS_PER_INSTANCE / WRITERS_PER_INSTANCE; round++) {
+          const transfers = [{ toAddress: randomAddress(), points: "1" }];
+          const base = `/v1/contracts/${contract}/batches`;
+          await callOk(server.url, "PUT", `${base}/${writerId}-f${round}`, token, {
+            pointType: "PHASE2_POINTS",
+            transfers,
+            secondsToFinalize: 1,
+          });
+          await callOk(server.url, "PUT", `${base}/${writerId}-c${round}`, token, {
+            pointType: "PHASE2_POINTS",
+            transfers,
+            secondsToFinalize: 60,
+          });
+          await callOk(server.url, "DELETE", `${base}/${writerId}-c${round}`, token);
+          if (round % CREDIT_EVERY_ROUNDS === 0)
+            await creditPoints(server.url, adminToken, contract, `${writerId}-credit${round}`, "PHASE2_POINTS", "5");
+        }
+      };
+      const writers = servers.flatMap((server, i) => Array.from({ length: WRITERS_PER_INSTANCE }, (_, w) => writer(server, `i${i}w${w}`)));
+
+      const contractEvents: EventJson[] = [];
+      const allEvents: EventJson[] = [];
+      const contractPath = `/v1/contracts/${contract}/events`;
+      const reader = async () => {
+        let contractCursor: string | null = null;
+        let adminCursor: string | null = null;
+        while (writing) {
+          contractCursor = await readOn(servers, contractPath, token, contractCursor, contractEvents);
+          adminCursor = await readOn(servers, "/v1/admin/events", adminToken, adminCursor, allEvents);
+        }
+        return { contractCursor, adminCursor };
+      };
+      const reading = reader();
+      await Promise.all(writers);
+      // Every 1-second batch finalizes (by whichever instance's finalizer claims it).
+      const expectedFinalized = INSTANCES * ROUNDS_PER_INSTANCE;
+      await pollUntil("every batch to finalize", SETTLE_DEADLINE_MS, async () => {
+        const [row] = await schema.query<{ count: string }>("SELECT count(*) FROM events WHERE type = 'batch.finalized'");
+        return Number(row!.count) === expectedFinalized ? true : undefined;
+      });
+      writing = false;
+      const cursors = await reading;
+      // One last read after everything has committed.
+      await readOn(servers, contractPath, token, cursors.contractCursor, contractEvents);
+      await readOn(servers, "/v1/admin/events", adminToken, cursors.adminCursor, allEvents);
+
+      const table = await schema.query<{ event_id: string; stream: string | null }>("SELECT event_id, stream FROM events ORDER BY tx, seq");
+      const contractKey = contract.toLowerCase();
+      const tableContract = table.filter((row) => row.stream === contractKey).map((row) => row.event_id);
+      const received = contractEvents.map((event) => event.id);
+      expect(new Set(received).size, "no event twice").toBe(received.length);
+      expect(received).toEqual(tableContract);
+      expect(allEvents.map((event) => event.id)).toEqual(table.map((row) => row.event_id));
+      const rounds = INSTANCES * ROUNDS_PER_INSTANCE;
+      // 1 operator change, 1 + credits, 2 accepts, 1 cancel and 1 finalization per round.
+      const credits = 1 + INSTANCES * WRITERS_PER_INSTANCE * Math.ceil(ROUNDS_PER_INSTANCE / WRITERS_PER_INSTANCE / CREDIT_EVERY_ROUNDS);
+      expect(received.length).toBe(1 + credits + rounds * 4);
+      // How often a later sequence number committed in an earlier transaction order (the case a
+      // reader by sequence number alone would skip); reported, not asserted: it depends on timing.
+      const [crossed] = await schema.query<{ count: string }>(
+        "SELECT count(*) FROM events a JOIN events b ON a.seq < b.seq AND a.tx > b.tx",
+      );
+      console.info(`events: ${table.length}; pairs whose seq order differs from their transaction order: ${crossed!.count}`);
+    }, 120_000);
+
+    it("refuses a position of another form with 400 naming after", async () => {
+      const response = await call(
+        servers[0]!.url,
+        "GET",
+        `/v1/admin/events?after=${Buffer.from("ev1:12").toString("base64url")}`,
+        adminToken,
+      );
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({ error: { code: "VALIDATION_FAILED", details: [{ path: "after" }] } });
+    });
   });
 });
