@@ -179,15 +179,19 @@ describe.skipIf(!binaries.prometheus || !binaries.alertmanager)("a firing rule o
   const diagnostics = () =>
     `received: ${JSON.stringify(receiver.received.map((request) => request.path))}\n${daemons.map((daemon) => daemon.output).join("\n")}`;
 
-  it("PointsLedgerBackupTooOld (warning, a ledger with no backup recorded) reaches the operators' receiver with its summary", async () => {
-    const messages = await pollUntil(`PointsLedgerBackupTooOld at the receiver\n${diagnostics()}`, WARNING_DELIVERY_MS, async () => {
-      const found = firing(receiver, "/points-ledger/alerts", "PointsLedgerBackupTooOld");
+  /** The first message at `path` with `alertname` firing (waited for up to `withinMs`), its alert, and when it came. */
+  async function firstDelivery(path: string, where: string, alertname: string, withinMs: number) {
+    const messages = await pollUntil(`${alertname} at the ${where}\n${diagnostics()}`, withinMs, async () => {
+      const found = firing(receiver, path, alertname);
       return found.length > 0 ? found : undefined;
     });
-    const alert = messages[0]!.alerts.find((each) => each.labels.alertname === "PointsLedgerBackupTooOld")!;
-    console.log(
-      `alert-delivery: PointsLedgerBackupTooOld at the receiver ${messages[0]!.atMs - prometheusReadyMs} ms after Prometheus started`,
-    );
+    const alert = messages[0]!.alerts.find((each) => each.labels.alertname === alertname)!;
+    console.log(`alert-delivery: ${alertname} at the ${where} ${messages[0]!.atMs - prometheusReadyMs} ms after Prometheus started`);
+    return { messages, alert };
+  }
+
+  it("PointsLedgerBackupTooOld (warning, a ledger with no backup recorded) reaches the operators' receiver with its summary", async () => {
+    const { messages, alert } = await firstDelivery("/points-ledger/alerts", "receiver", "PointsLedgerBackupTooOld", WARNING_DELIVERY_MS);
     expect(messages[0]!.receiver).toBe("operators");
     expect(alert.labels.severity).toBe("warning");
     expect(alert.annotations.summary).toBe("no backup of the database was ever recorded");
@@ -197,14 +201,7 @@ describe.skipIf(!binaries.prometheus || !binaries.alertmanager)("a firing rule o
   }, 70_000);
 
   it("PointsLedgerPatroniNoLeader (critical, every Patroni node unreachable for its minute) pages through the critical route", async () => {
-    const messages = await pollUntil(`PointsLedgerPatroniNoLeader at the pager\n${diagnostics()}`, CRITICAL_DELIVERY_MS, async () => {
-      const found = firing(receiver, "/points-ledger/pages", "PointsLedgerPatroniNoLeader");
-      return found.length > 0 ? found : undefined;
-    });
-    const alert = messages[0]!.alerts.find((each) => each.labels.alertname === "PointsLedgerPatroniNoLeader")!;
-    console.log(
-      `alert-delivery: PointsLedgerPatroniNoLeader at the pager ${messages[0]!.atMs - prometheusReadyMs} ms after Prometheus started`,
-    );
+    const { messages, alert } = await firstDelivery("/points-ledger/pages", "pager", "PointsLedgerPatroniNoLeader", CRITICAL_DELIVERY_MS);
     expect(messages[0]!.receiver).toBe("pager");
     expect(alert.annotations.summary).toBe("0 Patroni nodes are primary (exactly 1 should be)");
     // A cluster-wide critical alert (no instance) does not mute the cluster-wide warning: the
