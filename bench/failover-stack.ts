@@ -4,7 +4,7 @@ import { chownSync, closeSync, copyFileSync, existsSync, mkdtempSync, openSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { freePort } from "./server-process.js";
+import { portBelowEphemeral } from "./server-process.js";
 import { pollUntil, sleep } from "./stats.js";
 
 /**
@@ -101,6 +101,9 @@ async function clusterAt(restPort: number): Promise<Member[] | undefined> {
   }
 }
 
+/** Lines of each node's log a failed wait for health shows. */
+const LOG_TAIL_LINES = 25;
+
 /** "2026-12-06 08:23:03,123 INFO: …" (Patroni's default format, local time). */
 const PATRONI_LINE = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d),(\d{3}) (.*)$/;
 /** "2026-12-06 08:23:03.123 UTC [123] LOG:  …" (PostgreSQL's default log_line_prefix, '%m [%p] '). */
@@ -127,8 +130,8 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
   const processes: ChildProcess[] = [];
   const runners = new Map<string, ChildProcess>();
 
-  const etcdPort = await freePort();
-  const peerUrl = `http://127.0.0.1:${await freePort()}`;
+  const etcdPort = await portBelowEphemeral();
+  const peerUrl = `http://127.0.0.1:${await portBelowEphemeral()}`;
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   processes.push(
     spawn(
@@ -154,8 +157,8 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
   for (const index of [1, 2, 3]) {
     nodes.push({
       name: `node${index}`,
-      restPort: await freePort(),
-      pgPort: await freePort(),
+      restPort: await portBelowEphemeral(),
+      pgPort: await portBelowEphemeral(),
       dataDir: join(dir, `node${index}`),
       logFile: join(dir, `node${index}.log`),
     });
@@ -187,8 +190,8 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
   nodes.forEach(start);
 
   // HAProxy from deploy/patroni/haproxy.cfg with these ports.
-  const writePort = await freePort();
-  const readPort = await freePort();
+  const writePort = await portBelowEphemeral();
+  const readPort = await portBelowEphemeral();
   let haproxyConfig = readFileSync(join(deployDir, "patroni", "haproxy.cfg"), "utf8")
     .replace("bind 127.0.0.1:5000", `bind 127.0.0.1:${writePort}`)
     .replace("bind 127.0.0.1:5001", `bind 127.0.0.1:${readPort}`);
@@ -215,20 +218,34 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
     readPort,
     url,
     members,
-    waitHealthy: (timeoutMs) =>
-      pollUntil(
-        "a leader and two streaming standbys, one synchronous",
-        async () => {
-          const seen = await members();
-          const leader = seen?.find((member) => member.role === "leader" && member.state === "running");
-          const standbys = seen?.filter((member) => member.role !== "leader" && ["running", "streaming"].includes(member.state)) ?? [];
-          const timeline = leader?.timeline;
-          const caughtUp = standbys.filter((member) => member.timeline === undefined || member.timeline === timeline);
-          return leader && caughtUp.length === 2 && caughtUp.some((member) => member.role === "sync_standby") ? seen : undefined;
-        },
-        250,
-        Date.now() + timeoutMs,
-      ),
+    waitHealthy: async (timeoutMs) => {
+      let seen: Member[] | undefined;
+      try {
+        return await pollUntil(
+          "a leader and two streaming standbys, one synchronous",
+          async () => {
+            seen = await members();
+            const leader = seen?.find((member) => member.role === "leader" && member.state === "running");
+            const standbys = seen?.filter((member) => member.role !== "leader" && ["running", "streaming"].includes(member.state)) ?? [];
+            const timeline = leader?.timeline;
+            const caughtUp = standbys.filter((member) => member.timeline === undefined || member.timeline === timeline);
+            return leader && caughtUp.length === 2 && caughtUp.some((member) => member.role === "sync_standby") ? seen : undefined;
+          },
+          250,
+          Date.now() + timeoutMs,
+        );
+      } catch (error) {
+        // What the wait saw last and each node's last lines: the reason is in them, and the folder is deleted at stop.
+        const tails = nodes.map(
+          (node) =>
+            `${node.name}:\n${existsSync(node.logFile) ? readFileSync(node.logFile, "utf8").split("\n").slice(-LOG_TAIL_LINES).join("\n") : "(no log)"}`,
+        );
+        throw new Error(
+          `${(error as Error).message} after ${timeoutMs} ms; members: ${JSON.stringify(seen ?? null)}\n${tails.join("\n")}`,
+          { cause: error },
+        );
+      }
+    },
     kill: (node) => {
       const runner = runners.get(node.name);
       const patroni = runner?.pid === undefined ? null : childPid(runner.pid);

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomInt } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -23,6 +24,41 @@ export async function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
+}
+
+/** Tries left for a port below the ephemeral range before giving up (each a random port, bind-checked). */
+const UNEPHEMERAL_PORT_TRIES = 50;
+/** The lowest port handed out below the ephemeral range: above the well-known and registered services most hosts run. */
+const UNEPHEMERAL_PORT_FLOOR = 20_000;
+
+/** Ports this process handed out: two callers (a stack's ten ports) never get the same one before either binds it. */
+const handedOut = new Set<number>();
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free port below the kernel's ephemeral range (ip_local_port_range), for a child that binds
+ * it many seconds later (a Patroni standby's PostgreSQL binds after its base backup): outgoing
+ * connections and `listen(0)` take their ports from the ephemeral range, so in a busy test run a
+ * port from freePort() can be taken by another process's connection before the child binds it;
+ * one from here can only be taken by another caller of this function.
+ */
+export async function portBelowEphemeral(): Promise<number> {
+  const [low] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+  const ceiling = low !== undefined && low > UNEPHEMERAL_PORT_FLOOR + 1000 ? low : 32_768;
+  for (let attempt = 0; attempt < UNEPHEMERAL_PORT_TRIES; attempt++) {
+    const port = UNEPHEMERAL_PORT_FLOOR + randomInt(ceiling - UNEPHEMERAL_PORT_FLOOR);
+    if (handedOut.has(port) || !(await bindable(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port in ${UNEPHEMERAL_PORT_FLOOR}-${ceiling - 1} after ${UNEPHEMERAL_PORT_TRIES} tries`);
 }
 
 export interface ChildService {
