@@ -14,16 +14,23 @@ const STOP_TIMEOUT_MS = 20_000;
 /** Output kept from each child, to explain a failure. */
 const OUTPUT_TAIL_BYTES = 8192;
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** The port a listener bound on 127.0.0.1 (0: one the kernel picks), closed again; null when it could not bind. */
+function probePort(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
     const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
+    probe.once("error", () => resolve(null));
+    probe.listen(port, "127.0.0.1", () => {
       const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
+      const bound = typeof address === "object" && address ? address.port : null;
+      probe.close(() => resolve(bound));
     });
   });
+}
+
+export async function freePort(): Promise<number> {
+  const port = await probePort(0);
+  if (port === null) throw new Error("could not bind a port on 127.0.0.1");
+  return port;
 }
 
 /** Tries left for a port below the ephemeral range before giving up (each a random port, bind-checked). */
@@ -34,13 +41,8 @@ const UNEPHEMERAL_PORT_FLOOR = 20_000;
 /** Ports this process handed out: two callers (a stack's ten ports) never get the same one before either binds it. */
 const handedOut = new Set<number>();
 
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = createServer();
-    probe.once("error", () => resolve(false));
-    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
-  });
-}
+/** The first port of the kernel's ephemeral range (ip_local_port_range), read once. */
+let ephemeralLow: number | undefined;
 
 /**
  * A free port below the kernel's ephemeral range (ip_local_port_range), for a child that binds
@@ -50,11 +52,11 @@ function bindable(port: number): Promise<boolean> {
  * one from here can only be taken by another caller of this function.
  */
 export async function portBelowEphemeral(): Promise<number> {
-  const [low] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
-  const ceiling = low !== undefined && low > UNEPHEMERAL_PORT_FLOOR + 1000 ? low : 32_768;
+  ephemeralLow ??= Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
+  const ceiling = ephemeralLow > UNEPHEMERAL_PORT_FLOOR + 1000 ? ephemeralLow : 32_768;
   for (let attempt = 0; attempt < UNEPHEMERAL_PORT_TRIES; attempt++) {
     const port = UNEPHEMERAL_PORT_FLOOR + randomInt(ceiling - UNEPHEMERAL_PORT_FLOOR);
-    if (handedOut.has(port) || !(await bindable(port))) continue;
+    if (handedOut.has(port) || (await probePort(port)) === null) continue;
     handedOut.add(port);
     return port;
   }
