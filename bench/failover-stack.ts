@@ -101,7 +101,7 @@ async function clusterAt(restPort: number): Promise<Member[] | undefined> {
   }
 }
 
-/** Lines of each node's log a failed wait for health shows. */
+/** Timed lines (Patroni's and PostgreSQL's, not the REST API's tracebacks) of each node's log a failed wait for health shows. */
 const LOG_TAIL_LINES = 25;
 
 /** "2026-12-06 08:23:03,123 INFO: …" (Patroni's default format, local time). */
@@ -236,10 +236,10 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
         );
       } catch (error) {
         // What the wait saw last and each node's last lines: the reason is in them, and the folder is deleted at stop.
-        const tails = nodes.map(
-          (node) =>
-            `${node.name}:\n${existsSync(node.logFile) ? readFileSync(node.logFile, "utf8").split("\n").slice(-LOG_TAIL_LINES).join("\n") : "(no log)"}`,
-        );
+        const tails = nodes.map((node) => {
+          const lines = stack.logLines(node).slice(-LOG_TAIL_LINES);
+          return `${node.name}:\n${lines.map((line) => `${new Date(line.atMs).toISOString()} ${line.text}`).join("\n") || "(no log line)"}`;
+        });
         throw new Error(
           `${(error as Error).message} after ${timeoutMs} ms; members: ${JSON.stringify(seen ?? null)}\n${tails.join("\n")}`,
           { cause: error },
