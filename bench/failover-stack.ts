@@ -151,12 +151,7 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
   if (added.length > 0 && config === shipped.replace("hosts: 127.0.0.1:2379", `hosts: 127.0.0.1:${etcdPort}`)) {
     throw new Error("patroni.yml has no max_standby_streaming_delay line to add parameters after");
   }
-  // Debian's Patroni 3.0.2 can hang its bootstrap under synchronous_mode_strict (its own
-  // statements wait for a standby that cannot exist yet; patroni/patroni#2741, fixed in 3.0.4):
-  // seen in loaded test runs as a leader that never came. The cluster bootstraps without it and
-  // waitHealthy turns it on through the REST API (PATCH /config) once the cluster is healthy.
-  if (!config.includes("synchronous_mode_strict: true")) throw new Error("patroni.yml has no synchronous_mode_strict: true line");
-  writeFileSync(join(dir, "patroni.yml"), config.replace("synchronous_mode_strict: true", "synchronous_mode_strict: false"));
+  writeFileSync(join(dir, "patroni.yml"), config);
 
   const nodes: StackNode[] = [];
   for (const index of [1, 2, 3]) {
@@ -225,9 +220,8 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
     members,
     waitHealthy: async (timeoutMs) => {
       let seen: Member[] | undefined;
-      let healthy: Member[];
       try {
-        healthy = await pollUntil(
+        return await pollUntil(
           "a leader and two streaming standbys, one synchronous",
           async () => {
             seen = await members();
@@ -251,13 +245,6 @@ export async function startStack(tools: StackTools, deployDir: string, parameter
           { cause: error },
         );
       }
-      const response = await fetch(`http://127.0.0.1:${nodes[0]!.restPort}/config`, {
-        method: "PATCH",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ synchronous_mode_strict: true }),
-      });
-      if (!response.ok) throw new Error(`PATCH /config synchronous_mode_strict: ${response.status} ${await response.text()}`);
-      return healthy;
     },
     kill: (node) => {
       const runner = runners.get(node.name);
